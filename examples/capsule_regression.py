@@ -1,0 +1,177 @@
+"""Trains capsule regression (Saul) by EM or SGD and reports test error.
+
+Follows the paper's protocol: images projected to p = 196 principal
+directions of the training images, the first 50K training images to train
+and the last 10K to validate, five rounds of thresholded EM with momentum.
+
+Usage:
+  python -m examples.capsule_regression --dataset=mnist --capsule_dim=2 \
+      --output_dir=runs/mnist_d2
+  python -m examples.capsule_regression --dataset=procedural_shapes \
+      --architecture=all_vs_all --capsule_dim=2 --output_dir=runs/shapes
+"""
+
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+from keras_capsules import datasets, trainers
+from keras_capsules.layers import CapsuleRegression
+
+_DATASET = flags.DEFINE_enum(
+    "dataset", "procedural_shapes",
+    ["mnist", "fashion_mnist", "procedural_shapes"], "Dataset to train on.")
+_CAPSULE_DIM = flags.DEFINE_integer("capsule_dim", 2, "Capsule size d.")
+_ARCHITECTURE = flags.DEFINE_enum(
+    "architecture", "multiclass", list(trainers.ARCHITECTURES),
+    "Multiclass capsules, or ensembles of binary models (section 3.4).")
+_TRAINING = flags.DEFINE_enum(
+    "training", "em", ["em", "sgd"], "EM updates (eqs. 22-27) or SGD.")
+_PROJECTION_DIM = flags.DEFINE_integer(
+    "projection_dim", 196, "Principal directions p the images project to.")
+_CENTER = flags.DEFINE_bool(
+    "center", True, "Centre the inputs on the training mean before projecting.")
+_USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
+_TRAIN_SIZE = flags.DEFINE_integer(
+    "train_size", 50000, "Training examples; the rest of the training split "
+    "(for TFDS datasets) validates.")
+_MAX_ITERATIONS = flags.DEFINE_integer(
+    "max_iterations", None, "Cap on EM iterations (default: the protocol).")
+_MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
+_EPOCHS = flags.DEFINE_integer("epochs", 30, "SGD: passes over the data.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 10000,
+                                   "EM: batch of statistics; SGD: 128 used.")
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "SGD: Adam rate.")
+_OUTPUT_DIR = flags.DEFINE_string(
+    "output_dir", None, "Where results.json, figures and models go.")
+_FIGURES = flags.DEFINE_bool("figures", True, "Write the paper's figures.")
+_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+
+
+def load_splits(name, train_size, seed=0):
+    """Returns dict of (images, labels) for train, validation and test."""
+    if name == "procedural_shapes":
+        splits = {}
+        for split in ("train", "validation", "test", "test_novel"):
+            data = datasets.load_procedural_shapes(split, seed=seed)
+            splits[split] = (data["image"], data["label"])
+        if train_size < len(splits["train"][1]):
+            splits["train"] = tuple(a[:train_size] for a in splits["train"])
+        return splits
+    images, labels = datasets.load_image_arrays(name, "train")
+    test = datasets.load_image_arrays(name, "test")
+    return {"train": (images[:train_size], labels[:train_size]),
+            "validation": (images[train_size:], labels[train_size:]),
+            "test": test}
+
+
+def project_splits(splits, num_components, center):
+    """Projects every split on the training images' principal directions."""
+    projection = datasets.PrincipalProjection(num_components, center=center)
+    projection.fit(splits["train"][0])
+    return {name: (projection.transform(x), y)
+            for name, (x, y) in splits.items()}
+
+
+def as_dataset(features, labels, batch_size):
+    return tf.data.Dataset.from_tensor_slices(
+        (features, labels)).batch(batch_size).cache()
+
+
+def train_em(features, capsule_dim, architecture, output_dir):
+    trainer = trainers.CapsuleRegressionEM(
+        num_classes=int(features["train"][1].max()) + 1,
+        capsule_dim=capsule_dim, architecture=architecture,
+        momentum=_MOMENTUM.value, use_offset=_USE_OFFSET.value,
+        max_iterations=_MAX_ITERATIONS.value, seed=_SEED.value)
+    batch = _BATCH_SIZE.value
+    history = trainer.fit(as_dataset(*features["train"], batch),
+                          as_dataset(*features["validation"], batch))
+    errors = {name: trainer.evaluate(as_dataset(x, y, batch))
+              for name, (x, y) in features.items()}
+    layer = trainer.to_layer() if architecture == "multiclass" else None
+    if output_dir:
+        with open(os.path.join(output_dir, "history.json"), "w") as f:
+            json.dump(history, f)
+    return errors, len(history["error"]), layer
+
+
+def train_sgd(features, capsule_dim, output_dir):
+    x, y = features["train"]
+    model = keras.Sequential([keras.Input((x.shape[1],))])
+    model.add(CapsuleRegression(int(y.max()) + 1, capsule_dim,
+                                use_offset=_USE_OFFSET.value))
+    model.compile(keras.optimizers.Adam(_LEARNING_RATE.value),
+                  "sparse_categorical_crossentropy", metrics=["accuracy"],
+                  jit_compile=True)
+    callbacks = [keras.callbacks.EarlyStopping(
+        "val_accuracy", patience=5, restore_best_weights=True)]
+    if output_dir:
+        callbacks.append(keras.callbacks.ModelCheckpoint(
+            os.path.join(output_dir, "model.keras"), "val_accuracy",
+            save_best_only=True))
+    model.fit(x, y, batch_size=128, epochs=_EPOCHS.value,
+              validation_data=features["validation"], callbacks=callbacks,
+              verbose=2)
+    errors = {name: float(1.0 - model.evaluate(a, b, batch_size=4096,
+                                               verbose=0)[1])
+              for name, (a, b) in features.items()}
+    return errors, _EPOCHS.value, model.layers[-1]
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    keras.utils.set_random_seed(_SEED.value)
+    output_dir = _OUTPUT_DIR.value
+    if output_dir:
+        os.makedirs(output_dir, exist_ok=True)
+    if _TRAINING.value == "sgd" and _ARCHITECTURE.value != "multiclass":
+        raise app.UsageError("--training=sgd trains the multiclass model only.")
+    start = time.time()
+    splits = load_splits(_DATASET.value, _TRAIN_SIZE.value, _SEED.value)
+    features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
+    if _TRAINING.value == "em":
+        errors, iterations, layer = train_em(
+            features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir)
+    else:
+        errors, iterations, layer = train_sgd(
+            features, _CAPSULE_DIM.value, output_dir)
+    results = {
+        "dataset": _DATASET.value, "architecture": _ARCHITECTURE.value,
+        "capsule_dim": _CAPSULE_DIM.value, "training": _TRAINING.value,
+        "projection_dim": _PROJECTION_DIM.value, "centred": _CENTER.value,
+        "offset": _USE_OFFSET.value, "train_size": len(features["train"][1]),
+        "iterations": iterations, "seconds": round(time.time() - start, 1),
+        **{f"{name}_error": round(float(e), 5) for name, e in errors.items()},
+    }
+    print(json.dumps(results))
+    if output_dir:
+        with open(os.path.join(output_dir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        if _FIGURES.value and layer is not None:
+            write_figures(layer, splits, features, output_dir)
+
+
+def write_figures(layer, splits, features, output_dir):
+    """Writes the latent-space (eq. 29, d = 2) and prototype (eq. 30) PNGs."""
+    from keras_capsules import plots  # noqa: PLC0415
+
+    x_test, y_test = features["test"]
+    if layer.capsule_dim == 2:
+        plots.plot_latent_space(
+            layer, x_test, y_test,
+            os.path.join(output_dir, "latent_space.png"))
+    x_train, y_train = features["train"]
+    plots.plot_prototypes(
+        layer, x_train, y_train, splits["train"][0],
+        os.path.join(output_dir, "prototypes.png"))
+
+
+if __name__ == "__main__":
+    app.run(main)

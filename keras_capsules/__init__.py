@@ -1,0 +1,7 @@
+"""Capsule networks for Keras 3: layers, routing ops, trainers and datasets."""
+
+__version__ = "0.1.0"
+
+from keras_capsules import layers, ops  # noqa: E402
+
+__all__ = ["layers", "ops", "__version__"]

@@ -1,0 +1,17 @@
+"""Datasets: TFDS loaders, the built-in procedural dataset, projections."""
+
+from keras_capsules.datasets.procedural_shapes import (
+    SHAPE_NAMES,
+    load_procedural_shapes,
+    render_shapes,
+)
+from keras_capsules.datasets.projection import PrincipalProjection
+from keras_capsules.datasets.tfds_loaders import load_image_arrays
+
+__all__ = [
+    "PrincipalProjection",
+    "SHAPE_NAMES",
+    "load_image_arrays",
+    "load_procedural_shapes",
+    "render_shapes",
+]

@@ -1,0 +1,22 @@
+"""Pure tensor functions: every equation of the library lives here."""
+
+from keras_capsules.ops.capsule_regression import (
+    capsule_regression_beta,
+    capsule_regression_posterior_means,
+    capsule_regression_probabilities,
+)
+from keras_capsules.ops.interpolating_coefficient import (
+    interpolating_coefficient,
+    interpolating_coefficients,
+)
+from keras_capsules.ops.squash import safe_norm, squash
+
+__all__ = [
+    "capsule_regression_beta",
+    "capsule_regression_posterior_means",
+    "capsule_regression_probabilities",
+    "interpolating_coefficient",
+    "interpolating_coefficients",
+    "safe_norm",
+    "squash",
+]

@@ -1,0 +1,42 @@
+"""Sums over a `tf.data.Dataset`, all-reduced across `tf.distribute` replicas."""
+
+import tensorflow as tf
+
+
+class DatasetSum:
+    """Sums `per_batch_sums(batch, *args)` over the batches of a dataset.
+
+    `per_batch_sums` returns a nest of tensors. It runs compiled with XLA on
+    every replica of the current distribution strategy (the default strategy
+    on one device), and the replicas' sums are reduced with SUM, so the data
+    never has to fit in memory and any strategy gives the same sum. The
+    compiled step is built once and reused for every call.
+
+    Args:
+        per_batch_sums: function of a batch and extra tensor arguments.
+    """
+
+    def __init__(self, per_batch_sums):
+        self._replica_fn = tf.function(per_batch_sums, jit_compile=True,
+                                       reduce_retracing=True)
+        self._step = tf.function(self._reduced_step, reduce_retracing=True)
+
+    def _reduced_step(self, batch, *args):
+        strategy = tf.distribute.get_strategy()
+        per_replica = strategy.run(self._replica_fn, args=(batch, *args))
+        return tf.nest.map_structure(
+            lambda t: strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None),
+            per_replica)
+
+    def __call__(self, dataset, *args):
+        """Returns the summed nest as NumPy arrays."""
+        strategy = tf.distribute.get_strategy()
+        total = None
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            sums = self._step(batch, *args)
+            total = sums if total is None else tf.nest.map_structure(
+                tf.add, total, sums)
+        if total is None:
+            raise ValueError(
+                "The dataset is empty: there is nothing to sum over.")
+        return tf.nest.map_structure(lambda t: t.numpy(), total)
