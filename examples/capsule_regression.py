@@ -35,7 +35,8 @@ _TRAINING = flags.DEFINE_enum(
 _PROJECTION_DIM = flags.DEFINE_integer(
     "projection_dim", 196, "Principal directions p the images project to.")
 _CENTER = flags.DEFINE_bool(
-    "center", True, "Centre the inputs on the training mean before projecting.")
+    "center", False, "Centre the images on the training mean before projecting "
+    "(the paper projects the raw images).")
 _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
 _TRAIN_SIZE = flags.DEFINE_integer(
     "train_size", 50000, "Training examples; the rest of the training split "

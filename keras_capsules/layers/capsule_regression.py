@@ -86,6 +86,8 @@ class CapsuleRegression(keras.layers.Layer):
     def prior_means(self, inputs):
         """Returns the prior means `E[h_i | x] = W_i x`, `(batch, m, d)`."""
         inputs = ops.cast(inputs, self.compute_dtype)
+        if not self.built:
+            self.build(inputs.shape)
         if self.input_mean is not None:
             inputs = inputs - ops.cast(self.input_mean, self.compute_dtype)
         means = ops.einsum(

@@ -104,6 +104,7 @@ class CapsuleRegressionEM:
         self.membership = architectures.membership(architecture, num_classes)
         self.kernel = None  # (K, q, m, d) once fitted.
         self.input_mean = None
+        self._inverse_gram = None
         self._class_moment_sum = DatasetSum(self._class_moment_sums)
         self._estep_sum = DatasetSum(self._estep_sums)
         self._error_sum = DatasetSum(self._error_sums)
@@ -230,6 +231,55 @@ class CapsuleRegressionEM:
     # ----------------------------------------------------------------------
     # Training.
 
+    def prepare(self, train_dataset):
+        """Computes the input statistics and returns the initial kernel.
+
+        One pass over the data: per-class counts, sums and Gram matrices give
+        the input mean, the inverse of eq. 22's `sum_l x_l x_l^T` for every
+        model, and the initialisation of eq. 28.
+
+        Returns:
+            The initial kernel `(K, q, m, d)`, q = p (+1 with an offset).
+        """
+        counts, sums, grams = self._class_moment_sum(train_dataset)
+        if np.any(counts == 0):
+            raise ValueError(
+                "Every class needs training examples. Classes without any: "
+                f"{np.flatnonzero(counts == 0).tolist()}.")
+        self.input_mean, design_grams = self._design_moments(
+            counts, sums, grams)
+        model_grams = np.einsum(
+            "kc,cpq->kpq", self.membership.max(axis=1), design_grams)
+        ridge = _RELATIVE_RIDGE * np.einsum(
+            "kpp->k", model_grams) / model_grams.shape[-1]
+        self._inverse_gram = np.linalg.inv(
+            model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1]))
+        return self._initial_kernel(counts, design_grams)
+
+    def em_update(self, train_dataset, kernel, thresholds):
+        """One thresholded EM update (eqs. 22 and 26), without momentum.
+
+        Args:
+            train_dataset: the dataset `prepare` saw.
+            kernel: `(K, q, m, d)` current kernels.
+            thresholds: `(K,)` nu per model; 0 gives plain EM (eq. 24).
+
+        Returns:
+            `(updated_kernel, (log_likelihood, wrong, seen))`: the new
+            kernels, and per model the log-likelihood (eq. 6), the number of
+            misclassified and of seen examples, all for the current kernel.
+        """
+        if getattr(self, "_inverse_gram", None) is None:
+            raise ValueError("Call `prepare(train_dataset)` before `em_update`.")
+        numerator, log_likelihood, wrong, seen = self._estep_sum(
+            train_dataset, tf.constant(kernel, tf.float32),
+            tf.constant(self.input_mean, tf.float32),
+            tf.constant(np.broadcast_to(thresholds, (self.num_models,)),
+                        tf.float32))
+        # M-step (eq. 22): W_i = (sum_l E[h_i] x_l^T)(sum_l x_l x_l^T)^-1.
+        updated = np.einsum("kpq,kqmd->kpmd", self._inverse_gram, numerator)
+        return updated, (log_likelihood, wrong, seen)
+
     def fit(self, train_dataset, validation_dataset=None, verbose=1):
         """Runs the rounds of thresholded EM with momentum.
 
@@ -245,21 +295,7 @@ class CapsuleRegressionEM:
             training data, `validation_error`, `round` and `active_models`.
             Iteration t reports the models before their t-th update.
         """
-        counts, sums, grams = self._class_moment_sum(train_dataset)
-        if np.any(counts == 0):
-            raise ValueError(
-                "Every class needs training examples. Classes without any: "
-                f"{np.flatnonzero(counts == 0).tolist()}.")
-        self.input_mean, design_grams = self._design_moments(
-            counts, sums, grams)
-        model_grams = np.einsum(
-            "kc,cpq->kpq", self.membership.max(axis=1), design_grams)
-        ridge = _RELATIVE_RIDGE * np.einsum(
-            "kpp->k", model_grams) / model_grams.shape[-1]
-        inverse = np.linalg.inv(
-            model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1]))
-        kernel = self._initial_kernel(counts, design_grams)
-
+        kernel = self.prepare(train_dataset)
         k = self.num_models
         previous = kernel.copy()
         best_kernel = kernel.copy()
@@ -278,9 +314,8 @@ class CapsuleRegressionEM:
             active = rounds < len(self.thresholds)
             nu = np.array([self.thresholds[min(r, len(self.thresholds) - 1)]
                            for r in rounds], np.float32)
-            numerator, log_likelihood, wrong, seen = self._estep_sum(
-                train_dataset, tf.constant(kernel, tf.float32),
-                tf.constant(self.input_mean, tf.float32), tf.constant(nu))
+            updated, (log_likelihood, wrong, seen) = self.em_update(
+                train_dataset, kernel, nu)
             train_error = wrong / np.maximum(seen, 1.0)
             if validation_dataset is not None:
                 model_error, combined_error = self._errors(
@@ -304,8 +339,7 @@ class CapsuleRegressionEM:
                                  for r in rounds])
             round_over = active & (since_best >= patience)
 
-            # M-step (eq. 22), then momentum (eq. 27) for the active models.
-            updated = np.einsum("kpq,kqmd->kpmd", inverse, numerator)
+            # Momentum (eq. 27) for the active models.
             updated = updated + self.momentum * (kernel - previous)
             previous = kernel
             kernel = np.where(active[:, None, None, None], updated, kernel)
