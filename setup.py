@@ -15,8 +15,11 @@ def _version():
 
 def _requirements():
     lines = (_ROOT / "requirements.txt").read_text().splitlines()
-    return [line.strip() for line in lines
-            if line.strip() and not line.startswith("#")]
+    return [
+        line.strip()
+        for line in lines
+        if line.strip() and not line.startswith("#")
+    ]
 
 
 setuptools.setup(

@@ -16,7 +16,6 @@ import os
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
@@ -24,32 +23,49 @@ from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
 
 _DATASET = flags.DEFINE_enum(
-    "dataset", "procedural_shapes",
-    ["mnist", "fashion_mnist", "procedural_shapes"], "Dataset to train on.")
+    "dataset",
+    "procedural_shapes",
+    ["mnist", "fashion_mnist", "procedural_shapes"],
+    "Dataset to train on.",
+)
 _CAPSULE_DIM = flags.DEFINE_integer("capsule_dim", 2, "Capsule size d.")
 _ARCHITECTURE = flags.DEFINE_enum(
-    "architecture", "multiclass", list(trainers.ARCHITECTURES),
-    "Multiclass capsules, or ensembles of binary models (section 3.4).")
+    "architecture",
+    "multiclass",
+    list(trainers.ARCHITECTURES),
+    "Multiclass capsules, or ensembles of binary models (section 3.4).",
+)
 _TRAINING = flags.DEFINE_enum(
-    "training", "em", ["em", "sgd"], "EM updates (eqs. 22-27) or SGD.")
+    "training", "em", ["em", "sgd"], "EM updates (eqs. 22-27) or SGD."
+)
 _PROJECTION_DIM = flags.DEFINE_integer(
-    "projection_dim", 196, "Principal directions p the images project to.")
+    "projection_dim", 196, "Principal directions p the images project to."
+)
 _CENTER = flags.DEFINE_bool(
-    "center", False, "Centre the images on the training mean before projecting "
-    "(the paper projects the raw images).")
+    "center",
+    False,
+    "Centre the images on the training mean before projecting "
+    "(the paper projects the raw images).",
+)
 _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
 _TRAIN_SIZE = flags.DEFINE_integer(
-    "train_size", 50000, "Training examples; the rest of the training split "
-    "(for TFDS datasets) validates.")
+    "train_size",
+    50000,
+    "Training examples; the rest of the training split "
+    "(for TFDS datasets) validates.",
+)
 _MAX_ITERATIONS = flags.DEFINE_integer(
-    "max_iterations", None, "Cap on EM iterations (default: the protocol).")
+    "max_iterations", None, "Cap on EM iterations (default: the protocol)."
+)
 _MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
 _EPOCHS = flags.DEFINE_integer("epochs", 30, "SGD: passes over the data.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 10000,
-                                   "EM: batch of statistics; SGD: 128 used.")
+_BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size", 10000, "EM: batch of statistics; SGD: 128 used."
+)
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "SGD: Adam rate.")
 _OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", None, "Where results.json, figures and models go.")
+    "output_dir", None, "Where results.json, figures and models go."
+)
 _FIGURES = flags.DEFINE_bool("figures", True, "Write the paper's figures.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
@@ -66,35 +82,49 @@ def load_splits(name, train_size, seed=0):
         return splits
     images, labels = datasets.load_image_arrays(name, "train")
     test = datasets.load_image_arrays(name, "test")
-    return {"train": (images[:train_size], labels[:train_size]),
-            "validation": (images[train_size:], labels[train_size:]),
-            "test": test}
+    return {
+        "train": (images[:train_size], labels[:train_size]),
+        "validation": (images[train_size:], labels[train_size:]),
+        "test": test,
+    }
 
 
 def project_splits(splits, num_components, center):
     """Projects every split on the training images' principal directions."""
     projection = datasets.PrincipalProjection(num_components, center=center)
     projection.fit(splits["train"][0])
-    return {name: (projection.transform(x), y)
-            for name, (x, y) in splits.items()}
+    return {
+        name: (projection.transform(x), y) for name, (x, y) in splits.items()
+    }
 
 
 def as_dataset(features, labels, batch_size):
-    return tf.data.Dataset.from_tensor_slices(
-        (features, labels)).batch(batch_size).cache()
+    return (
+        tf.data.Dataset.from_tensor_slices((features, labels))
+        .batch(batch_size)
+        .cache()
+    )
 
 
 def train_em(features, capsule_dim, architecture, output_dir):
     trainer = trainers.CapsuleRegressionEM(
         num_classes=int(features["train"][1].max()) + 1,
-        capsule_dim=capsule_dim, architecture=architecture,
-        momentum=_MOMENTUM.value, use_offset=_USE_OFFSET.value,
-        max_iterations=_MAX_ITERATIONS.value, seed=_SEED.value)
+        capsule_dim=capsule_dim,
+        architecture=architecture,
+        momentum=_MOMENTUM.value,
+        use_offset=_USE_OFFSET.value,
+        max_iterations=_MAX_ITERATIONS.value,
+        seed=_SEED.value,
+    )
     batch = _BATCH_SIZE.value
-    history = trainer.fit(as_dataset(*features["train"], batch),
-                          as_dataset(*features["validation"], batch))
-    errors = {name: trainer.evaluate(as_dataset(x, y, batch))
-              for name, (x, y) in features.items()}
+    history = trainer.fit(
+        as_dataset(*features["train"], batch),
+        as_dataset(*features["validation"], batch),
+    )
+    errors = {
+        name: trainer.evaluate(as_dataset(x, y, batch))
+        for name, (x, y) in features.items()
+    }
     layer = trainer.to_layer() if architecture == "multiclass" else None
     if output_dir:
         with open(os.path.join(output_dir, "history.json"), "w") as f:
@@ -105,23 +135,43 @@ def train_em(features, capsule_dim, architecture, output_dir):
 def train_sgd(features, capsule_dim, output_dir):
     x, y = features["train"]
     model = keras.Sequential([keras.Input((x.shape[1],))])
-    model.add(CapsuleRegression(int(y.max()) + 1, capsule_dim,
-                                use_offset=_USE_OFFSET.value))
-    model.compile(keras.optimizers.Adam(_LEARNING_RATE.value),
-                  "sparse_categorical_crossentropy", metrics=["accuracy"],
-                  jit_compile=True)
-    callbacks = [keras.callbacks.EarlyStopping(
-        "val_accuracy", patience=5, restore_best_weights=True)]
+    model.add(
+        CapsuleRegression(
+            int(y.max()) + 1, capsule_dim, use_offset=_USE_OFFSET.value
+        )
+    )
+    model.compile(
+        keras.optimizers.Adam(_LEARNING_RATE.value),
+        "sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=True,
+    )
+    callbacks = [
+        keras.callbacks.EarlyStopping(
+            "val_accuracy", patience=5, restore_best_weights=True
+        )
+    ]
     if output_dir:
-        callbacks.append(keras.callbacks.ModelCheckpoint(
-            os.path.join(output_dir, "model.keras"), "val_accuracy",
-            save_best_only=True))
-    model.fit(x, y, batch_size=128, epochs=_EPOCHS.value,
-              validation_data=features["validation"], callbacks=callbacks,
-              verbose=2)
-    errors = {name: float(1.0 - model.evaluate(a, b, batch_size=4096,
-                                               verbose=0)[1])
-              for name, (a, b) in features.items()}
+        callbacks.append(
+            keras.callbacks.ModelCheckpoint(
+                os.path.join(output_dir, "model.keras"),
+                "val_accuracy",
+                save_best_only=True,
+            )
+        )
+    model.fit(
+        x,
+        y,
+        batch_size=128,
+        epochs=_EPOCHS.value,
+        validation_data=features["validation"],
+        callbacks=callbacks,
+        verbose=2,
+    )
+    errors = {
+        name: float(1.0 - model.evaluate(a, b, batch_size=4096, verbose=0)[1])
+        for name, (a, b) in features.items()
+    }
     return errors, _EPOCHS.value, model.layers[-1]
 
 
@@ -139,16 +189,23 @@ def main(argv):
     features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
     if _TRAINING.value == "em":
         errors, iterations, layer = train_em(
-            features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir)
+            features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir
+        )
     else:
         errors, iterations, layer = train_sgd(
-            features, _CAPSULE_DIM.value, output_dir)
+            features, _CAPSULE_DIM.value, output_dir
+        )
     results = {
-        "dataset": _DATASET.value, "architecture": _ARCHITECTURE.value,
-        "capsule_dim": _CAPSULE_DIM.value, "training": _TRAINING.value,
-        "projection_dim": _PROJECTION_DIM.value, "centred": _CENTER.value,
-        "offset": _USE_OFFSET.value, "train_size": len(features["train"][1]),
-        "iterations": iterations, "seconds": round(time.time() - start, 1),
+        "dataset": _DATASET.value,
+        "architecture": _ARCHITECTURE.value,
+        "capsule_dim": _CAPSULE_DIM.value,
+        "training": _TRAINING.value,
+        "projection_dim": _PROJECTION_DIM.value,
+        "centred": _CENTER.value,
+        "offset": _USE_OFFSET.value,
+        "train_size": len(features["train"][1]),
+        "iterations": iterations,
+        "seconds": round(time.time() - start, 1),
         **{f"{name}_error": round(float(e), 5) for name, e in errors.items()},
     }
     print(json.dumps(results))
@@ -166,12 +223,16 @@ def write_figures(layer, splits, features, output_dir):
     x_test, y_test = features["test"]
     if layer.capsule_dim == 2:
         plots.plot_latent_space(
-            layer, x_test, y_test,
-            os.path.join(output_dir, "latent_space.png"))
+            layer, x_test, y_test, os.path.join(output_dir, "latent_space.png")
+        )
     x_train, y_train = features["train"]
     plots.plot_prototypes(
-        layer, x_train, y_train, splits["train"][0],
-        os.path.join(output_dir, "prototypes.png"))
+        layer,
+        x_train,
+        y_train,
+        splits["train"][0],
+        os.path.join(output_dir, "prototypes.png"),
+    )
 
 
 if __name__ == "__main__":

@@ -20,11 +20,13 @@ from absl import app, flags
 from keras_capsules import datasets, plots, trainers
 from keras_capsules.layers import CapsuleRegression
 
-_OUTPUT_DIR = flags.DEFINE_string("output_dir", "demo_output",
-                                  "Where the table and figures go.")
+_OUTPUT_DIR = flags.DEFINE_string(
+    "output_dir", "demo_output", "Where the table and figures go."
+)
 _TRAIN_SIZE = flags.DEFINE_integer("train_size", 10000, "Training images.")
 _MAX_ITERATIONS = flags.DEFINE_integer(
-    "max_iterations", 400, "Cap on EM iterations per model.")
+    "max_iterations", 400, "Cap on EM iterations per model."
+)
 _EPOCHS = flags.DEFINE_integer("epochs", 20, "SGD epochs.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
@@ -34,13 +36,17 @@ _SPLITS = ("train", "validation", "test", "test_novel")
 
 def load_features(train_size, seed):
     """Procedural images, projected on the training set's top directions."""
-    raw = {split: datasets.load_procedural_shapes(split, seed=seed)
-           for split in _SPLITS}
+    raw = {
+        split: datasets.load_procedural_shapes(split, seed=seed)
+        for split in _SPLITS
+    }
     raw["train"] = {k: v[:train_size] for k, v in raw["train"].items()}
     projection = datasets.PrincipalProjection(_PROJECTION_DIM, center=False)
     projection.fit(raw["train"]["image"])
-    features = {split: (projection.transform(raw[split]["image"]),
-                        raw[split]["label"]) for split in _SPLITS}
+    features = {
+        split: (projection.transform(raw[split]["image"]), raw[split]["label"])
+        for split in _SPLITS
+    }
     return raw, features
 
 
@@ -50,28 +56,48 @@ def batches(x, y):
 
 def run_em(features, capsule_dim, architecture, max_iterations):
     trainer = trainers.CapsuleRegressionEM(
-        len(datasets.SHAPE_NAMES), capsule_dim, architecture=architecture,
-        max_iterations=max_iterations)
-    history = trainer.fit(batches(*features["train"]),
-                          batches(*features["validation"]), verbose=0)
-    errors = {s: trainer.evaluate(batches(*features[s]))
-              for s in ("test", "test_novel")}
+        len(datasets.SHAPE_NAMES),
+        capsule_dim,
+        architecture=architecture,
+        max_iterations=max_iterations,
+    )
+    history = trainer.fit(
+        batches(*features["train"]), batches(*features["validation"]), verbose=0
+    )
+    errors = {
+        s: trainer.evaluate(batches(*features[s]))
+        for s in ("test", "test_novel")
+    }
     layer = trainer.to_layer() if architecture == "multiclass" else None
     return errors, len(history["error"]), layer
 
 
 def run_sgd(features, capsule_dim, epochs):
     x, y = features["train"]
-    model = keras.Sequential([keras.Input((x.shape[1],)),
-                              CapsuleRegression(len(datasets.SHAPE_NAMES),
-                                                capsule_dim)])
-    model.compile(keras.optimizers.Adam(3e-3),
-                  "sparse_categorical_crossentropy", metrics=["accuracy"],
-                  jit_compile=True)
-    model.fit(x, y, batch_size=128, epochs=epochs,
-              validation_data=features["validation"], verbose=0)
-    errors = {s: 1.0 - model.evaluate(*features[s], verbose=0)[1]
-              for s in ("test", "test_novel")}
+    model = keras.Sequential(
+        [
+            keras.Input((x.shape[1],)),
+            CapsuleRegression(len(datasets.SHAPE_NAMES), capsule_dim),
+        ]
+    )
+    model.compile(
+        keras.optimizers.Adam(3e-3),
+        "sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=True,
+    )
+    model.fit(
+        x,
+        y,
+        batch_size=128,
+        epochs=epochs,
+        validation_data=features["validation"],
+        verbose=0,
+    )
+    errors = {
+        s: 1.0 - model.evaluate(*features[s], verbose=0)[1]
+        for s in ("test", "test_novel")
+    }
     return errors, epochs, model.layers[-1]
 
 
@@ -92,45 +118,62 @@ def main(argv):
     for name, training, capsule_dim, architecture in runs:
         start = time.time()
         if training == "em":
-            errors, steps, layer = run_em(features, capsule_dim, architecture,
-                                          _MAX_ITERATIONS.value)
+            errors, steps, layer = run_em(
+                features, capsule_dim, architecture, _MAX_ITERATIONS.value
+            )
         else:
-            errors, steps, layer = run_sgd(features, capsule_dim,
-                                           _EPOCHS.value)
+            errors, steps, layer = run_sgd(features, capsule_dim, _EPOCHS.value)
         if layer is not None:
             layers[(training, capsule_dim)] = layer
-        rows.append({"model": name, "training": training, "d": capsule_dim,
-                     "familiar_error": round(float(errors["test"]), 4),
-                     "novel_error": round(float(errors["test_novel"]), 4),
-                     "steps": steps,
-                     "seconds": round(time.time() - start, 1)})
+        rows.append(
+            {
+                "model": name,
+                "training": training,
+                "d": capsule_dim,
+                "familiar_error": round(float(errors["test"]), 4),
+                "novel_error": round(float(errors["test_novel"]), 4),
+                "steps": steps,
+                "seconds": round(time.time() - start, 1),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     print_table(rows)
     with open(os.path.join(_OUTPUT_DIR.value, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
     x_test, y_test = features["test"]
     plots.plot_latent_space(
-        layers[("em", 2)], x_test, y_test,
+        layers[("em", 2)],
+        x_test,
+        y_test,
         os.path.join(_OUTPUT_DIR.value, "latent_space.png"),
-        class_names=list(datasets.SHAPE_NAMES))
+        class_names=list(datasets.SHAPE_NAMES),
+    )
     plots.plot_prototypes(
-        layers[("em", 8)], *features["train"], raw["train"]["image"],
+        layers[("em", 8)],
+        *features["train"],
+        raw["train"]["image"],
         os.path.join(_OUTPUT_DIR.value, "prototypes.png"),
-        class_names=list(datasets.SHAPE_NAMES))
+        class_names=list(datasets.SHAPE_NAMES),
+    )
     print(f"Figures and results.json written to {_OUTPUT_DIR.value}/")
 
 
 def print_table(rows):
-    header = (f"{'model':34} {'training':8} {'d':>3} {'familiar':>9} "
-              f"{'novel':>7} {'steps':>6} {'seconds':>8}")
-    print("\nTest error on the procedural shapes (familiar and novel "
-          "viewpoints)")
+    header = (
+        f"{'model':34} {'training':8} {'d':>3} {'familiar':>9} "
+        f"{'novel':>7} {'steps':>6} {'seconds':>8}"
+    )
+    print(
+        "\nTest error on the procedural shapes (familiar and novel viewpoints)"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['model']:34} {row['training']:8} {row['d']:>3} "
-              f"{row['familiar_error']:>9.2%} {row['novel_error']:>7.2%} "
-              f"{row['steps']:>6} {row['seconds']:>8}")
+        print(
+            f"{row['model']:34} {row['training']:8} {row['d']:>3} "
+            f"{row['familiar_error']:>9.2%} {row['novel_error']:>7.2%} "
+            f"{row['steps']:>6} {row['seconds']:>8}"
+        )
     chance = 1.0 - 1.0 / len(datasets.SHAPE_NAMES)
     print(f"(chance error: {chance:.0%}; steps: EM iterations or SGD epochs)")
 

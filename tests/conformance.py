@@ -43,8 +43,9 @@ def check_keras_round_trip(test, case):
     model.save(path)
     restored = keras.models.load_model(path)
     test.assertAllClose(restored(x), model(x), rtol=1e-6, atol=1e-7)
-    test.assertEqual(restored.layers[-1].get_config(),
-                     model.layers[-1].get_config())
+    test.assertEqual(
+        restored.layers[-1].get_config(), model.layers[-1].get_config()
+    )
 
 
 def check_saved_model_export(test, case):
@@ -53,8 +54,9 @@ def check_saved_model_export(test, case):
     path = os.path.join(tempfile.mkdtemp(), "export")
     model.export(path)
     served = tf.saved_model.load(path)
-    test.assertAllClose(served.serve(tf.constant(x)), model(x), rtol=1e-5,
-                        atol=1e-6)
+    test.assertAllClose(
+        served.serve(tf.constant(x)), model(x), rtol=1e-5, atol=1e-6
+    )
 
 
 def check_xla_matches_eager(test, case):
@@ -80,7 +82,8 @@ def check_zero_input_gradients(test, case):
 def check_unknown_batch_size(test, case):
     layer = case.cls(**case.init_kwargs)
     function = tf.function(
-        layer, input_signature=[tf.TensorSpec((None, *case.input_shape))])
+        layer, input_signature=[tf.TensorSpec((None, *case.input_shape))]
+    )
     for batch in (1, 5):
         test.assertEqual(function(case.make_inputs(batch)).shape[0], batch)
 

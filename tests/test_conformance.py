@@ -9,18 +9,31 @@ from keras_capsules import layers
 from tests import conformance
 
 LAYER_CASES = [
-    conformance.LayerCase(layers.CapsuleRegression, {
-        "num_classes": 4, "capsule_dim": 3}, (7,), "capsule_regression"),
-    conformance.LayerCase(layers.CapsuleRegression, {
-        "num_classes": 2, "capsule_dim": 1, "use_offset": True,
-        "center_inputs": True}, (5,), "capsule_regression_offset_centred"),
+    conformance.LayerCase(
+        layers.CapsuleRegression,
+        {"num_classes": 4, "capsule_dim": 3},
+        (7,),
+        "capsule_regression",
+    ),
+    conformance.LayerCase(
+        layers.CapsuleRegression,
+        {
+            "num_classes": 2,
+            "capsule_dim": 1,
+            "use_offset": True,
+            "center_inputs": True,
+        },
+        (5,),
+        "capsule_regression_offset_centred",
+    ),
 ]
 
 
 class ConformanceTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(
         (f"{case.name}_{check}", case, check)
-        for case, check in itertools.product(LAYER_CASES, conformance.CHECKS))
+        for case, check in itertools.product(LAYER_CASES, conformance.CHECKS)
+    )
     def test_layer(self, case, check):
         conformance.CHECKS[check](self, case)
 

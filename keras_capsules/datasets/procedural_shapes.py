@@ -24,20 +24,43 @@ _OBJECTS = {
     "tee": [(-0.8, 0.7, 0.8, 0.7), (0.0, 0.7, 0.0, -0.8)],
     "ell": [(-0.5, 0.8, -0.5, -0.7), (-0.5, -0.7, 0.6, -0.7)],
     "cross": [(-0.7, -0.7, 0.7, 0.7), (-0.7, 0.7, 0.7, -0.7)],
-    "triangle": [(-0.8, -0.6, 0.8, -0.6), (0.8, -0.6, 0.0, 0.8),
-                 (0.0, 0.8, -0.8, -0.6)],
-    "square": [(-0.6, -0.6, 0.6, -0.6), (0.6, -0.6, 0.6, 0.6),
-               (0.6, 0.6, -0.6, 0.6), (-0.6, 0.6, -0.6, -0.6)],
-    "arrow": [(0.0, -0.8, 0.0, 0.8), (0.0, 0.8, -0.5, 0.3),
-              (0.0, 0.8, 0.5, 0.3)],
-    "aitch": [(-0.6, -0.8, -0.6, 0.8), (0.6, -0.8, 0.6, 0.8),
-              (-0.6, 0.0, 0.6, 0.0)],
-    "zed": [(-0.7, 0.7, 0.7, 0.7), (0.7, 0.7, -0.7, -0.7),
-            (-0.7, -0.7, 0.7, -0.7)],
-    "fork": [(0.0, -0.8, 0.0, 0.1), (0.0, 0.1, -0.6, 0.8),
-             (0.0, 0.1, 0.6, 0.8)],
-    "ladder": [(-0.5, -0.8, -0.5, 0.8), (0.5, -0.8, 0.5, 0.8),
-               (-0.5, 0.4, 0.5, 0.4), (-0.5, -0.4, 0.5, -0.4)],
+    "triangle": [
+        (-0.8, -0.6, 0.8, -0.6),
+        (0.8, -0.6, 0.0, 0.8),
+        (0.0, 0.8, -0.8, -0.6),
+    ],
+    "square": [
+        (-0.6, -0.6, 0.6, -0.6),
+        (0.6, -0.6, 0.6, 0.6),
+        (0.6, 0.6, -0.6, 0.6),
+        (-0.6, 0.6, -0.6, -0.6),
+    ],
+    "arrow": [
+        (0.0, -0.8, 0.0, 0.8),
+        (0.0, 0.8, -0.5, 0.3),
+        (0.0, 0.8, 0.5, 0.3),
+    ],
+    "aitch": [
+        (-0.6, -0.8, -0.6, 0.8),
+        (0.6, -0.8, 0.6, 0.8),
+        (-0.6, 0.0, 0.6, 0.0),
+    ],
+    "zed": [
+        (-0.7, 0.7, 0.7, 0.7),
+        (0.7, 0.7, -0.7, -0.7),
+        (-0.7, -0.7, 0.7, -0.7),
+    ],
+    "fork": [
+        (0.0, -0.8, 0.0, 0.1),
+        (0.0, 0.1, -0.6, 0.8),
+        (0.0, 0.1, 0.6, 0.8),
+    ],
+    "ladder": [
+        (-0.5, -0.8, -0.5, 0.8),
+        (0.5, -0.8, 0.5, 0.8),
+        (-0.5, 0.4, 0.5, 0.4),
+        (-0.5, -0.4, 0.5, -0.4),
+    ],
 }
 SHAPE_NAMES = tuple(_OBJECTS)
 _MAX_PARTS = max(len(parts) for parts in _OBJECTS.values())
@@ -60,8 +83,8 @@ def _segment_table():
     segments = np.zeros((len(_OBJECTS), _MAX_PARTS, 4), np.float32)
     mask = np.zeros((len(_OBJECTS), _MAX_PARTS), np.float32)
     for c, parts in enumerate(_OBJECTS.values()):
-        segments[c, :len(parts)] = parts
-        mask[c, :len(parts)] = 1.0
+        segments[c, : len(parts)] = parts
+        mask[c, : len(parts)] = 1.0
     return segments, mask
 
 
@@ -98,8 +121,9 @@ def render_shapes(labels, poses, image_size=28):
     length2 = np.maximum(np.sum(direction**2, -1), 1e-12)
     t = np.clip(np.sum((p - start) * direction, -1) / length2, 0.0, 1.0)
     distance = np.linalg.norm(p - start - t[..., None] * direction, axis=-1)
-    ink = 1.0 / (1.0 + np.exp((distance - _STROKE_HALF_WIDTH)
-                              / _EDGE_SOFTNESS))  # (n, P, H*W)
+    ink = 1.0 / (
+        1.0 + np.exp((distance - _STROKE_HALF_WIDTH) / _EDGE_SOFTNESS)
+    )  # (n, P, H*W)
     ink = np.max(ink * mask[labels][..., None], axis=1)
     return ink.reshape(-1, image_size, image_size, 1).astype(np.float32)
 
@@ -116,8 +140,9 @@ def sample_poses(rng, count, novel):
     return np.column_stack([angle, scale, shift]).astype(np.float32)
 
 
-def load_procedural_shapes(split="train", num_examples=None, image_size=28,
-                           seed=0):
+def load_procedural_shapes(
+    split="train", num_examples=None, image_size=28, seed=0
+):
     """Returns a split of the procedural dataset as NumPy arrays.
 
     Args:
@@ -133,12 +158,16 @@ def load_procedural_shapes(split="train", num_examples=None, image_size=28,
         scale, shift x and y in pixels).
     """
     if split not in _SPLITS:
-        raise ValueError(f"Unknown split {split!r}. Expected one of "
-                         f"{tuple(_SPLITS)}.")
+        raise ValueError(
+            f"Unknown split {split!r}. Expected one of {tuple(_SPLITS)}."
+        )
     count, offset, novel = _SPLITS[split]
     count = count if num_examples is None else int(num_examples)
     rng = np.random.default_rng([seed, offset])
     labels = rng.integers(0, len(SHAPE_NAMES), count)
     poses = sample_poses(rng, count, novel)
-    return {"image": render_shapes(labels, poses, image_size),
-            "label": labels.astype(np.int64), "pose": poses}
+    return {
+        "image": render_shapes(labels, poses, image_size),
+        "label": labels.astype(np.int64),
+        "pose": poses,
+    }

@@ -17,25 +17,28 @@ class PrincipalProjection:
 
     def __init__(self, num_components, center=True):
         if not isinstance(num_components, int) or num_components < 1:
-            raise ValueError("`num_components` must be a positive integer. "
-                             f"Received: {num_components!r}.")
+            raise ValueError(
+                "`num_components` must be a positive integer. "
+                f"Received: {num_components!r}."
+            )
         self.num_components = num_components
         self.center = center
         self.mean = None
         self.components = None
 
     def fit(self, inputs):
-        """Finds the directions from `(n, ...)` training inputs; returns self."""
+        """Finds the directions of `(n, ...)` training inputs; returns self."""
         x = np.reshape(np.asarray(inputs, np.float64), (len(inputs), -1))
         if self.num_components > x.shape[1]:
             raise ValueError(
                 f"Cannot keep {self.num_components} directions of "
                 f"{x.shape[1]}-dimensional inputs. Use num_components <= "
-                f"{x.shape[1]}.")
+                f"{x.shape[1]}."
+            )
         self.mean = x.mean(axis=0)
         centred = x - self.mean
         _, eigenvectors = np.linalg.eigh(centred.T @ centred)
-        self.components = eigenvectors[:, ::-1][:, :self.num_components]
+        self.components = eigenvectors[:, ::-1][:, : self.num_components]
         return self
 
     def transform(self, inputs):

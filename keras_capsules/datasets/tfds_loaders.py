@@ -19,8 +19,14 @@ def load_image_arrays(name, split, data_dir=None):
     Returns:
         `(images, labels)`: float32 `(n, H, W, C)` in `[0, 1]`, int64 `(n,)`.
     """
-    data = tfds.as_numpy(tfds.load(
-        name, split=split, batch_size=-1, data_dir=data_dir,
-        as_supervised=True))
+    data = tfds.as_numpy(
+        tfds.load(
+            name,
+            split=split,
+            batch_size=-1,
+            data_dir=data_dir,
+            as_supervised=True,
+        )
+    )
     images, labels = data
     return images.astype(np.float32) / 255.0, labels.astype(np.int64)

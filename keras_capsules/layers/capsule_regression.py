@@ -1,6 +1,7 @@
 """The capsule regression layer (Saul, "Capsule regression", Figure 1)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_capsules import ops as capsule_ops
@@ -45,9 +46,16 @@ class CapsuleRegression(keras.layers.Layer):
     TensorShape([4, 3])
     """
 
-    def __init__(self, num_classes, capsule_dim, use_offset=False,
-                 center_inputs=False, kernel_initializer="glorot_uniform",
-                 kernel_regularizer=None, **kwargs):
+    def __init__(
+        self,
+        num_classes,
+        capsule_dim,
+        use_offset=False,
+        center_inputs=False,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_classes = num_classes
         self.capsule_dim = capsule_dim
@@ -69,13 +77,18 @@ class CapsuleRegression(keras.layers.Layer):
         self.offset = None
         if self.use_offset:
             self.offset = self.add_weight(
-                name="offset", shape=(self.num_classes, self.capsule_dim),
-                initializer="zeros")
+                name="offset",
+                shape=(self.num_classes, self.capsule_dim),
+                initializer="zeros",
+            )
         self.input_mean = None
         if self.center_inputs:
             self.input_mean = self.add_weight(
-                name="input_mean", shape=(p,), initializer="zeros",
-                trainable=False)
+                name="input_mean",
+                shape=(p,),
+                initializer="zeros",
+                trainable=False,
+            )
 
     def call(self, inputs):
         # Exact inference in float32: float16 loses the interpolation.
@@ -91,7 +104,8 @@ class CapsuleRegression(keras.layers.Layer):
         if self.input_mean is not None:
             inputs = inputs - ops.cast(self.input_mean, self.compute_dtype)
         means = ops.einsum(
-            "bp,pjd->bjd", inputs, ops.cast(self.kernel, self.compute_dtype))
+            "bp,pjd->bjd", inputs, ops.cast(self.kernel, self.compute_dtype)
+        )
         if self.offset is not None:
             means = means + ops.cast(self.offset, self.compute_dtype)
         return means
@@ -102,29 +116,30 @@ class CapsuleRegression(keras.layers.Layer):
         return capsule_ops.capsule_regression_posterior_means(means, labels)
 
     def adapt(self, data):
-        """Sets the stored input mean from an array or a `tf.data.Dataset`.
+        """Sets the stored input mean from training inputs.
 
-        The dataset may yield features or `(features, labels)` pairs.
+        Args:
+            data: a `(n, p)` array, or an iterable of batches (such as a
+                `tf.data.Dataset`) of features or `(features, labels)`.
         """
         if not self.center_inputs:
             raise ValueError(
-                f"`{self.name}.adapt` sets the input mean, which the layer uses "
-                "only with `center_inputs=True`. Received center_inputs=False.")
-        import numpy as np  # noqa: PLC0415
-        import tensorflow as tf  # noqa: PLC0415
-
-        if not isinstance(data, tf.data.Dataset):
-            data = tf.data.Dataset.from_tensor_slices(np.asarray(data))
-            data = data.batch(4096)
+                f"`{self.name}.adapt` sets the input mean, which the layer "
+                "uses only with `center_inputs=True`. Received "
+                "center_inputs=False."
+            )
+        batches = [data] if hasattr(data, "shape") else data
         total, count = 0.0, 0
-        for batch in data:
-            features = batch[0] if isinstance(batch, tuple) else batch
+        for batch in batches:
+            features = batch[0] if isinstance(batch, (tuple, list)) else batch
             features = np.asarray(features, dtype=np.float64)
             total = total + features.sum(axis=0)
             count += features.shape[0]
+        if count == 0:
+            raise ValueError(f"`{self.name}.adapt` received no examples.")
         if not self.built:
             self.build((None, int(np.shape(total)[-1])))
-        self.input_mean.assign(total / max(count, 1))
+        self.input_mean.assign(total / count)
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.num_classes)
@@ -137,7 +152,9 @@ class CapsuleRegression(keras.layers.Layer):
             "use_offset": self.use_offset,
             "center_inputs": self.center_inputs,
             "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer),
+                self.kernel_initializer
+            ),
             "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer),
+                self.kernel_regularizer
+            ),
         }

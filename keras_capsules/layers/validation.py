@@ -8,7 +8,8 @@ def check_positive_ints(layer, names):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(
                 f"`{type(layer).__name__}` expects `{name}` to be a positive "
-                f"integer. Received: {name}={value!r}.")
+                f"integer. Received: {name}={value!r}."
+            )
 
 
 def check_at_least(layer, name, minimum):
@@ -17,7 +18,8 @@ def check_at_least(layer, name, minimum):
     if value < minimum:
         raise ValueError(
             f"`{type(layer).__name__}` expects `{name}` >= {minimum}. "
-            f"Received: {name}={value!r}.")
+            f"Received: {name}={value!r}."
+        )
 
 
 def feature_shape(layer, input_shape):
@@ -27,5 +29,6 @@ def feature_shape(layer, input_shape):
         raise ValueError(
             f"`{layer.name}` expects inputs of shape (batch, p) with known p. "
             f"Received: {input_shape}. Flatten images first, e.g. with "
-            "`keras.layers.Flatten()`.")
+            "`keras.layers.Flatten()`."
+        )
     return input_shape

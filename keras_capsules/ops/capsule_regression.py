@@ -19,7 +19,9 @@ import keras
 from keras import ops
 
 from keras_capsules.ops.interpolating_coefficient import (
-    interpolating_coefficient, interpolating_coefficients)
+    interpolating_coefficient,
+    interpolating_coefficients,
+)
 
 
 def capsule_regression_probabilities(means):
@@ -40,8 +42,9 @@ def capsule_regression_probabilities(means):
     m, d = _capsule_counts(means)
     squared_lengths, total = _squared_lengths(means)
     coefficient = interpolating_coefficient(0.5 * total, d * m / 2.0)
-    return _mixture(coefficient[..., None], _shares(squared_lengths, total),
-                    1.0 / m)
+    return _mixture(
+        coefficient[..., None], _shares(squared_lengths, total), 1.0 / m
+    )
 
 
 def capsule_regression_posterior_means(means, labels):
@@ -65,7 +68,10 @@ def capsule_regression_posterior_means(means, labels):
 
 
 def posterior_scales(means, labels):
-    """Returns Q_i(y | x) / P(y | x), `(..., m)`: eq. 19's factor per capsule."""
+    """Returns Q_i(y | x) / P(y | x), `(..., m)`: the factor of eq. 19.
+
+    Arguments as in `capsule_regression_posterior_means`.
+    """
     means = _as_float(means)
     m, d = _capsule_counts(means)
     squared_lengths, total = _squared_lengths(means)
@@ -100,8 +106,9 @@ def _shares(squared_lengths, total):
     """|W_j x|^2 / sum_i |W_i x|^2, and 0 where every capsule is zero."""
     positive = total > 0
     safe_total = ops.where(positive, total, 1.0)
-    return ops.where(positive[..., None],
-                     squared_lengths / safe_total[..., None], 0.0)
+    return ops.where(
+        positive[..., None], squared_lengths / safe_total[..., None], 0.0
+    )
 
 
 def _capsule_counts(means):
@@ -109,7 +116,8 @@ def _capsule_counts(means):
     if len(shape) < 2 or shape[-1] is None or shape[-2] is None:
         raise ValueError(
             "Capsule regression expects prior means of shape (..., m, d) with "
-            f"known m and d. Received shape: {tuple(shape)}.")
+            f"known m and d. Received shape: {tuple(shape)}."
+        )
     return int(shape[-2]), int(shape[-1])
 
 
@@ -121,5 +129,9 @@ def _as_float(x):
 
 
 def _smallest_normal(dtype):
-    return {"float16": 6.1e-5, "bfloat16": 1.2e-38, "float32": 1.2e-38,
-            "float64": 2.3e-308}[keras.backend.standardize_dtype(dtype)]
+    return {
+        "float16": 6.1e-5,
+        "bfloat16": 1.2e-38,
+        "float32": 1.2e-38,
+        "float64": 2.3e-308,
+    }[keras.backend.standardize_dtype(dtype)]

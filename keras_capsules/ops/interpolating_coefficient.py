@@ -85,12 +85,14 @@ def interpolating_coefficients(beta, s):
     @ops.custom_gradient
     def coefficients(beta_in):
         values, derivatives = coefficients_and_derivatives(
-            ops.cast(beta_in, dtype), s)
+            ops.cast(beta_in, dtype), s
+        )
         outputs = tuple(ops.cast(v, beta_in.dtype) for v in values)
 
         def grad(*upstream):
             total = sum(
-                ops.cast(u, dtype) * d for u, d in zip(upstream, derivatives))
+                ops.cast(u, dtype) * d for u, d in zip(upstream, derivatives)
+            )
             return ops.cast(total, beta_in.dtype)
 
         return outputs, grad
@@ -110,7 +112,8 @@ def check_order(s):
     if not value >= 0 or math.isinf(value):
         raise ValueError(
             "The order `s` of the interpolating coefficient must be a finite "
-            f"real number >= 0. Received: s={s!r}.")
+            f"real number >= 0. Received: s={s!r}."
+        )
     return value
 
 
@@ -128,13 +131,16 @@ def coefficients_and_derivatives(beta, s):
     backward_beta = ops.where(forward, 0.0, beta)
     forward_result = _forward(forward_beta, s)
     backward_result = _backward(
-        backward_beta, s, keras.backend.standardize_dtype(beta.dtype))
+        backward_beta, s, keras.backend.standardize_dtype(beta.dtype)
+    )
     values = tuple(
         ops.where(forward, f, b)
-        for f, b in zip(forward_result[0], backward_result[0]))
+        for f, b in zip(forward_result[0], backward_result[0])
+    )
     derivatives = tuple(
         ops.where(forward, f, b)
-        for f, b in zip(forward_result[1], backward_result[1]))
+        for f, b in zip(forward_result[1], backward_result[1])
+    )
     return values, derivatives
 
 
@@ -148,8 +154,7 @@ def _forward(beta, s):
         value, derivative = state
         order = ops.cast(k, beta.dtype) + s0
         ratio = order / beta
-        return (1.0 - ratio * value,
-                ratio / beta * value - ratio * derivative)
+        return (1.0 - ratio * value, ratio / beta * value - ratio * derivative)
 
     value, derivative = ops.fori_loop(1, steps + 1, step, (value, derivative))
     next_value, next_derivative = step(steps + 1, (value, derivative))
@@ -163,9 +168,11 @@ def _fractional_order(beta, s0):
     use_poisson = beta <= _SERIES_SWITCH_BETA
     poisson = _poisson_series(ops.where(use_poisson, beta, 1.0), s0)
     asymptotic = _asymptotic_series(
-        ops.where(use_poisson, 2.0 * _SERIES_SWITCH_BETA, beta), s0)
+        ops.where(use_poisson, 2.0 * _SERIES_SWITCH_BETA, beta), s0
+    )
     return tuple(
-        ops.where(use_poisson, p, a) for p, a in zip(poisson, asymptotic))
+        ops.where(use_poisson, p, a) for p, a in zip(poisson, asymptotic)
+    )
 
 
 def _poisson_series(beta, s0):
@@ -186,7 +193,8 @@ def _poisson_series(beta, s0):
 
     zeros = ops.zeros_like(beta)
     _, value, derivative = ops.fori_loop(
-        0, _POISSON_TERMS, term, (ops.exp(-beta), zeros, zeros))
+        0, _POISSON_TERMS, term, (ops.exp(-beta), zeros, zeros)
+    )
     return value, derivative
 
 
@@ -221,11 +229,14 @@ def _backward(beta, s, dtype):
     def step(k, state):
         value, derivative = state
         divisor = top - ops.cast(k, dtype)  # q + 1, computing order q.
-        return (beta / divisor * (1.0 - value),
-                (1.0 - value) / divisor - beta / divisor * derivative)
+        return (
+            beta / divisor * (1.0 - value),
+            (1.0 - value) / divisor - beta / divisor * derivative,
+        )
 
     next_value, next_derivative = ops.fori_loop(
-        0, steps, step, (value, derivative))
+        0, steps, step, (value, derivative)
+    )
     value, derivative = step(steps, (next_value, next_derivative))
     return (value, next_value), (derivative, next_derivative)
 

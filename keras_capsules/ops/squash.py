@@ -1,4 +1,4 @@
-"""Vector lengths and the squashing nonlinearity (Sabour et al., 2017, eq. 1)."""
+"""Vector lengths and the squashing nonlinearity (Sabour et al. 2017, eq. 1)."""
 
 from keras import ops
 
@@ -17,8 +17,10 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
         epsilon: float added under the square root.
     """
     x = ops.convert_to_tensor(x)
-    return ops.sqrt(ops.sum(ops.square(x), axis=axis, keepdims=keepdims)
-                    + ops.cast(epsilon, x.dtype))
+    return ops.sqrt(
+        ops.sum(ops.square(x), axis=axis, keepdims=keepdims)
+        + ops.cast(epsilon, x.dtype)
+    )
 
 
 def squash(vectors, axis=-1):
@@ -42,4 +44,3 @@ def squash(vectors, axis=-1):
     squared = ops.sum(ops.square(vectors), axis=axis, keepdims=True)
     norm = safe_norm(vectors, axis=axis, keepdims=True)
     return vectors * (norm / (1.0 + squared))
-

@@ -19,8 +19,9 @@ def squashed_latents(layer, features):
     return means / np.maximum(total, np.finfo(np.float64).tiny)
 
 
-def plot_latent_space(layer, features, labels, path, class_names=None,
-                      max_points=3000, seed=0):
+def plot_latent_space(
+    layer, features, labels, path, class_names=None, max_points=3000, seed=0
+):
     """Writes one scatter panel per capsule of its squashed 2-D latents.
 
     Args:
@@ -38,20 +39,22 @@ def plot_latent_space(layer, features, labels, path, class_names=None,
     if layer.capsule_dim != 2:
         raise ValueError(
             "The latent-space figure draws 2-D capsules; this layer has "
-            f"capsule_dim={layer.capsule_dim}. Use `plot_prototypes` instead.")
+            f"capsule_dim={layer.capsule_dim}. Use `plot_prototypes` instead."
+        )
     features, labels = np.asarray(features), np.asarray(labels)
     if len(features) > max_points:
         keep = np.random.default_rng(seed).choice(
-            len(features), max_points, replace=False)
+            len(features), max_points, replace=False
+        )
         features, labels = features[keep], labels[keep]
     latents = squashed_latents(layer, features)
     m = layer.num_classes
     names = class_names or [str(i) for i in range(m)]
     columns = min(m, 5)
     rows = -(-m // columns)
-    figure, axes = plt.subplots(rows, columns,
-                                figsize=(2.6 * columns, 2.6 * rows),
-                                squeeze=False)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(2.6 * columns, 2.6 * rows), squeeze=False
+    )
     colours = plt.get_cmap("tab10" if m <= 10 else "tab20")
     circle = np.linspace(0, 2 * np.pi, 200)
     for i, axis in enumerate(axes.flat):
@@ -59,20 +62,39 @@ def plot_latent_space(layer, features, labels, path, class_names=None,
             axis.axis("off")
             continue
         axis.plot(np.cos(circle), np.sin(circle), color="0.6", lw=0.8)
-        axis.scatter(latents[:, i, 0], latents[:, i, 1], s=2,
-                     c=[colours(int(c) % colours.N) for c in labels])
+        axis.scatter(
+            latents[:, i, 0],
+            latents[:, i, 1],
+            s=2,
+            c=[colours(int(c) % colours.N) for c in labels],
+        )
         axis.set_title(f"capsule {names[i]}", fontsize=9)
         axis.set_xlim(-1.05, 1.05)
         axis.set_ylim(-1.05, 1.05)
         axis.set_aspect("equal")
         axis.set_xticks([])
         axis.set_yticks([])
-    handles = [plt.Line2D([], [], marker="o", ls="", color=colours(c % colours.N),
-                          label=names[c]) for c in range(m)]
-    figure.legend(handles=handles, loc="lower center", ncol=min(m, 10),
-                  fontsize=8, frameon=False)
-    figure.suptitle("Squashed latents Psi_i(x) (Saul eq. 29), colour = label",
-                    fontsize=10)
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            marker="o",
+            ls="",
+            color=colours(c % colours.N),
+            label=names[c],
+        )
+        for c in range(m)
+    ]
+    figure.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=min(m, 10),
+        fontsize=8,
+        frameon=False,
+    )
+    figure.suptitle(
+        "Squashed latents Psi_i(x) (Saul eq. 29), colour = label", fontsize=10
+    )
     figure.tight_layout(rect=(0, 0.06, 1, 0.95))
     figure.savefig(path, dpi=110)
     plt.close(figure)

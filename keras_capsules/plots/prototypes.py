@@ -10,7 +10,9 @@ from keras_capsules.plots.latent_space import squashed_latents  # noqa: E402
 
 
 def prototype_indices(layer, features, labels):
-    """Returns `(m, d)` indices of x*_ia = argmax_(y_l = i) Psi_ia(x_l)^2 (eq. 30).
+    """Returns `(m, d)` prototype indices (eq. 30).
+
+    x*_ia = argmax over l with y_l = i of Psi_ia(x_l)^2.
 
     A class without examples gets index -1.
     """
@@ -45,8 +47,9 @@ def plot_prototypes(layer, features, labels, images, path, class_names=None):
         images = images[..., 0]
     m, d = indices.shape
     names = class_names or [str(i) for i in range(m)]
-    figure, axes = plt.subplots(m, d, figsize=(0.9 * d + 0.6, 0.9 * m + 0.4),
-                                squeeze=False)
+    figure, axes = plt.subplots(
+        m, d, figsize=(0.9 * d + 0.6, 0.9 * m + 0.4), squeeze=False
+    )
     for i in range(m):
         for a in range(d):
             axis = axes[i, a]

@@ -10,7 +10,7 @@ capsule of k claims c.
 architecture      K            m   capsule i of model k stands for
 multiclass        1            C   class i
 one_vs_all        C            2   i = 0: class k;   i = 1: every other class
-all_vs_all        C(C-1)/2     2   i = 0: class a_k; i = 1: class b_k (a_k < b_k)
+all_vs_all        C(C-1)/2     2   i = 0: class a_k; i = 1: class b_k > a_k
 ```
 """
 
@@ -47,7 +47,8 @@ def check_architecture(architecture):
     if architecture not in ARCHITECTURES:
         raise ValueError(
             f"Unknown capsule regression architecture: {architecture!r}. "
-            f"Expected one of {ARCHITECTURES}.")
+            f"Expected one of {ARCHITECTURES}."
+        )
 
 
 def targets_and_weights(membership_array, labels):
@@ -59,7 +60,9 @@ def targets_and_weights(membership_array, labels):
     """
     claims = ops.take(
         ops.convert_to_tensor(np.transpose(membership_array, (2, 0, 1))),
-        ops.cast(labels, "int32"), axis=0)  # (b, K, m)
+        ops.cast(labels, "int32"),
+        axis=0,
+    )  # (b, K, m)
     targets = ops.cast(ops.argmax(claims, axis=-1), "int32")
     return targets, ops.max(claims, axis=-1)
 
@@ -77,9 +80,11 @@ def predict_classes(architecture, membership_array, probabilities):
     if architecture == "one_vs_all":
         return ops.cast(ops.argmax(probabilities[:, :, 0], axis=-1), "int32")
     table = ops.convert_to_tensor(membership_array)  # (K, m, C)
-    winners = ops.one_hot(ops.argmax(probabilities, axis=-1),
-                          membership_array.shape[1],
-                          dtype=probabilities.dtype)  # (b, K, m)
+    winners = ops.one_hot(
+        ops.argmax(probabilities, axis=-1),
+        membership_array.shape[1],
+        dtype=probabilities.dtype,
+    )  # (b, K, m)
     votes = ops.einsum("bkm,kmc->bc", winners, table)
     mass = ops.einsum("bkm,kmc->bc", probabilities, table)
     # A vote counts 1 and all the mass together counts less than 1.

@@ -17,8 +17,8 @@ validation error has not improved for 128, 64, 32, 16, 8 iterations, each
 starting from the best model of the round before; gamma = 0.9.
 """
 
-import numpy as np
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -64,32 +64,51 @@ class CapsuleRegressionEM:
     >>> layer = trainer.to_layer()          # multiclass: a CapsuleRegression
     """
 
-    def __init__(self, num_classes, capsule_dim, architecture="multiclass",
-                 momentum=0.9, thresholds=PAPER_THRESHOLDS,
-                 patience=PAPER_PATIENCE, use_offset=False,
-                 center_inputs=False, max_iterations=None,
-                 initializer="subspace", seed=0):
+    def __init__(
+        self,
+        num_classes,
+        capsule_dim,
+        architecture="multiclass",
+        momentum=0.9,
+        thresholds=PAPER_THRESHOLDS,
+        patience=PAPER_PATIENCE,
+        use_offset=False,
+        center_inputs=False,
+        max_iterations=None,
+        initializer="subspace",
+        seed=0,
+    ):
         architectures.check_architecture(architecture)
-        for name, value in (("num_classes", num_classes),
-                            ("capsule_dim", capsule_dim)):
+        for name, value in (
+            ("num_classes", num_classes),
+            ("capsule_dim", capsule_dim),
+        ):
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer. "
-                                 f"Received: {name}={value!r}.")
+                raise ValueError(
+                    f"`{name}` must be a positive integer. "
+                    f"Received: {name}={value!r}."
+                )
         if num_classes < 2:
-            raise ValueError(f"Capsule regression needs num_classes >= 2. "
-                             f"Received: num_classes={num_classes}.")
+            raise ValueError(
+                f"Capsule regression needs num_classes >= 2. "
+                f"Received: num_classes={num_classes}."
+            )
         if len(thresholds) != len(patience) or not thresholds:
             raise ValueError(
                 "`thresholds` and `patience` give one value per round and must "
                 f"have equal, non-zero length. Received: {len(thresholds)} "
-                f"thresholds and {len(patience)} patience values.")
+                f"thresholds and {len(patience)} patience values."
+            )
         if any(not 0.0 <= nu <= 1.0 for nu in thresholds):
-            raise ValueError(f"Each threshold nu must be in [0, 1]. "
-                             f"Received: thresholds={tuple(thresholds)}.")
+            raise ValueError(
+                f"Each threshold nu must be in [0, 1]. "
+                f"Received: thresholds={tuple(thresholds)}."
+            )
         if initializer not in ("subspace", "random"):
             raise ValueError(
                 f"Unknown initializer: {initializer!r}. Expected 'subspace' "
-                "or 'random'.")
+                "or 'random'."
+            )
         self.num_classes = num_classes
         self.capsule_dim = capsule_dim
         self.architecture = architecture
@@ -123,12 +142,15 @@ class CapsuleRegressionEM:
     def _class_moment_sums(self, batch):
         """Per-class counts, sums and Gram matrices of one batch's inputs."""
         x, y = _features_and_labels(batch)
-        one_hot = tf.one_hot(tf.cast(y, tf.int32), self.num_classes,
-                             dtype=tf.float64)
+        one_hot = tf.one_hot(
+            tf.cast(y, tf.int32), self.num_classes, dtype=tf.float64
+        )
         x = tf.cast(x, tf.float64)
-        return (tf.reduce_sum(one_hot, 0),
-                tf.einsum("bc,bp->cp", one_hot, x),
-                tf.einsum("bc,bp,bq->cpq", one_hot, x, x))
+        return (
+            tf.reduce_sum(one_hot, 0),
+            tf.einsum("bc,bp->cp", one_hot, x),
+            tf.einsum("bc,bp,bq->cpq", one_hot, x, x),
+        )
 
     def _design_moments(self, counts, sums, grams):
         """Class moments of the design rows z = [x - mean, 1]."""
@@ -137,13 +159,17 @@ class CapsuleRegressionEM:
         else:
             mean = np.zeros(sums.shape[1])
         centred_sums = sums - counts[:, None] * mean
-        centred_grams = (grams - np.einsum("cp,q->cpq", sums, mean)
-                         - np.einsum("p,cq->cpq", mean, sums)
-                         + counts[:, None, None] * np.outer(mean, mean))
+        centred_grams = (
+            grams
+            - np.einsum("cp,q->cpq", sums, mean)
+            - np.einsum("p,cq->cpq", mean, sums)
+            + counts[:, None, None] * np.outer(mean, mean)
+        )
         if self.use_offset:
             top = np.concatenate([centred_grams, centred_sums[:, :, None]], 2)
             bottom = np.concatenate(
-                [centred_sums[:, None, :], counts[:, None, None]], 2)
+                [centred_sums[:, None, :], counts[:, None, None]], 2
+            )
             centred_grams = np.concatenate([top, bottom], 1)
         return mean, centred_grams
 
@@ -159,7 +185,8 @@ class CapsuleRegressionEM:
             raise ValueError(
                 "Subspace initialisation needs at least capsule_dim examples "
                 f"for every capsule; the fewest was {capsule_counts.min():.0f} "
-                f"for capsule_dim={d}. Use initializer='random' or more data.")
+                f"for capsule_dim={d}. Use initializer='random' or more data."
+            )
         second_moments = np.einsum("kic,cpq->kipq", self.membership, grams)
         second_moments /= capsule_counts[:, :, None, None]
         eigenvalues, eigenvectors = np.linalg.eigh(second_moments)
@@ -182,14 +209,16 @@ class CapsuleRegressionEM:
         z = self._design(x, input_mean)
         means = tf.einsum("bq,kqmd->bkmd", z, kernel)
         targets, weights = architectures.targets_and_weights(
-            self.membership, labels)
+            self.membership, labels
+        )
         return z, means, targets, weights
 
     def _estep_sums(self, batch, kernel, input_mean, thresholds):
         """Sums of one batch: eq. 22's numerator, log-likelihood, errors."""
         x, labels = _features_and_labels(batch)
         z, means, targets, weights = self._model_outputs(
-            x, labels, kernel, input_mean)
+            x, labels, kernel, input_mean
+        )
         probabilities = capsule_ops.capsule_regression_probabilities(means)
         target_mask = tf.one_hot(targets, self.capsules_per_model)
         target_probability = tf.reduce_sum(probabilities * target_mask, -1)
@@ -201,31 +230,47 @@ class CapsuleRegressionEM:
         coefficients = scales * weights[..., None]
         numerator = tf.einsum("bkm,bkmd,bq->kqmd", coefficients, means, z)
         log_likelihood = tf.reduce_sum(
-            weights * tf.math.log(tf.maximum(target_probability, 1e-30)), 0)
+            weights * tf.math.log(tf.maximum(target_probability, 1e-30)), 0
+        )
         wrong = tf.cast(
-            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32)
-        return (tf.cast(numerator, tf.float64), log_likelihood,
-                tf.reduce_sum(weights * wrong, 0), tf.reduce_sum(weights, 0))
+            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32
+        )
+        return (
+            tf.cast(numerator, tf.float64),
+            log_likelihood,
+            tf.reduce_sum(weights * wrong, 0),
+            tf.reduce_sum(weights, 0),
+        )
 
     def _error_sums(self, batch, kernel, input_mean):
         """Per-model and combined classification errors of one batch."""
         x, labels = _features_and_labels(batch)
         _, means, targets, weights = self._model_outputs(
-            x, labels, kernel, input_mean)
+            x, labels, kernel, input_mean
+        )
         probabilities = capsule_ops.capsule_regression_probabilities(means)
         wrong = tf.cast(
-            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32)
+            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32
+        )
         predicted = architectures.predict_classes(
-            self.architecture, self.membership, probabilities)
-        combined = tf.cast(predicted != tf.cast(labels, predicted.dtype),
-                           tf.float32)
-        return (tf.reduce_sum(weights * wrong, 0), tf.reduce_sum(weights, 0),
-                tf.reduce_sum(combined), tf.cast(tf.size(labels), tf.float32))
+            self.architecture, self.membership, probabilities
+        )
+        combined = tf.cast(
+            predicted != tf.cast(labels, predicted.dtype), tf.float32
+        )
+        return (
+            tf.reduce_sum(weights * wrong, 0),
+            tf.reduce_sum(weights, 0),
+            tf.reduce_sum(combined),
+            tf.cast(tf.size(labels), tf.float32),
+        )
 
     def _errors(self, dataset, kernel):
         wrong, seen, combined, count = self._error_sum(
-            dataset, tf.constant(kernel, tf.float32),
-            tf.constant(self.input_mean, tf.float32))
+            dataset,
+            tf.constant(kernel, tf.float32),
+            tf.constant(self.input_mean, tf.float32),
+        )
         return wrong / np.maximum(seen, 1.0), float(combined / count)
 
     # ----------------------------------------------------------------------
@@ -245,15 +290,22 @@ class CapsuleRegressionEM:
         if np.any(counts == 0):
             raise ValueError(
                 "Every class needs training examples. Classes without any: "
-                f"{np.flatnonzero(counts == 0).tolist()}.")
+                f"{np.flatnonzero(counts == 0).tolist()}."
+            )
         self.input_mean, design_grams = self._design_moments(
-            counts, sums, grams)
+            counts, sums, grams
+        )
         model_grams = np.einsum(
-            "kc,cpq->kpq", self.membership.max(axis=1), design_grams)
-        ridge = _RELATIVE_RIDGE * np.einsum(
-            "kpp->k", model_grams) / model_grams.shape[-1]
+            "kc,cpq->kpq", self.membership.max(axis=1), design_grams
+        )
+        ridge = (
+            _RELATIVE_RIDGE
+            * np.einsum("kpp->k", model_grams)
+            / model_grams.shape[-1]
+        )
         self._inverse_gram = np.linalg.inv(
-            model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1]))
+            model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1])
+        )
         return self._initial_kernel(counts, design_grams)
 
     def em_update(self, train_dataset, kernel, thresholds):
@@ -270,12 +322,17 @@ class CapsuleRegressionEM:
             misclassified and of seen examples, all for the current kernel.
         """
         if getattr(self, "_inverse_gram", None) is None:
-            raise ValueError("Call `prepare(train_dataset)` before `em_update`.")
+            raise ValueError(
+                "Call `prepare(train_dataset)` before `em_update`."
+            )
         numerator, log_likelihood, wrong, seen = self._estep_sum(
-            train_dataset, tf.constant(kernel, tf.float32),
+            train_dataset,
+            tf.constant(kernel, tf.float32),
             tf.constant(self.input_mean, tf.float32),
-            tf.constant(np.broadcast_to(thresholds, (self.num_models,)),
-                        tf.float32))
+            tf.constant(
+                np.broadcast_to(thresholds, (self.num_models,)), tf.float32
+            ),
+        )
         # M-step (eq. 22): W_i = (sum_l E[h_i] x_l^T)(sum_l x_l x_l^T)^-1.
         updated = np.einsum("kpq,kqmd->kpmd", self._inverse_gram, numerator)
         return updated, (log_likelihood, wrong, seen)
@@ -302,31 +359,48 @@ class CapsuleRegressionEM:
         best_error = np.full(k, np.inf)
         since_best = np.zeros(k, int)
         rounds = np.zeros(k, int)
-        history = {"log_likelihood": [], "error": [], "validation_error": [],
-                   "round": [], "active_models": []}
+        history = {
+            "log_likelihood": [],
+            "error": [],
+            "validation_error": [],
+            "round": [],
+            "active_models": [],
+        }
         progress = keras.utils.Progbar(
-            self.max_iterations, verbose=verbose, unit_name="iteration",
-            stateful_metrics=["log_likelihood", "error", "val_error", "round"])
+            self.max_iterations,
+            verbose=verbose,
+            unit_name="iteration",
+            stateful_metrics=["log_likelihood", "error", "val_error", "round"],
+        )
         iteration = 0
         while np.any(rounds < len(self.thresholds)):
             if self.max_iterations and iteration >= self.max_iterations:
                 break
             active = rounds < len(self.thresholds)
-            nu = np.array([self.thresholds[min(r, len(self.thresholds) - 1)]
-                           for r in rounds], np.float32)
+            nu = np.array(
+                [
+                    self.thresholds[min(r, len(self.thresholds) - 1)]
+                    for r in rounds
+                ],
+                np.float32,
+            )
             updated, (log_likelihood, wrong, seen) = self.em_update(
-                train_dataset, kernel, nu)
+                train_dataset, kernel, nu
+            )
             train_error = wrong / np.maximum(seen, 1.0)
             if validation_dataset is not None:
                 model_error, combined_error = self._errors(
-                    validation_dataset, kernel)
+                    validation_dataset, kernel
+                )
             else:
                 model_error = train_error
                 combined_error = float("nan")
             history["log_likelihood"].append(float(log_likelihood.sum()))
-            history["error"].append(float(
-                (train_error * seen).sum() / seen.sum()) if k == 1
-                else float(np.mean(train_error)))
+            history["error"].append(
+                float((train_error * seen).sum() / seen.sum())
+                if k == 1
+                else float(np.mean(train_error))
+            )
             history["validation_error"].append(combined_error)
             history["round"].append(int(rounds.min()))
             history["active_models"].append(int(active.sum()))
@@ -335,8 +409,9 @@ class CapsuleRegressionEM:
             best_error = np.where(improved, model_error, best_error)
             best_kernel[improved] = kernel[improved]
             since_best = np.where(improved, 0, since_best + 1)
-            patience = np.array([self.patience[min(r, len(self.patience) - 1)]
-                                 for r in rounds])
+            patience = np.array(
+                [self.patience[min(r, len(self.patience) - 1)] for r in rounds]
+            )
             round_over = active & (since_best >= patience)
 
             # Momentum (eq. 27) for the active models.
@@ -350,11 +425,16 @@ class CapsuleRegressionEM:
             rounds = rounds + round_over
             since_best = np.where(round_over, 0, since_best)
             iteration += 1
-            progress.update(iteration, [
-                ("log_likelihood", history["log_likelihood"][-1]),
-                ("error", history["error"][-1]),
-                ("val_error", combined_error),
-                ("round", float(rounds.min()))], finalize=False)
+            progress.update(
+                iteration,
+                [
+                    ("log_likelihood", history["log_likelihood"][-1]),
+                    ("error", history["error"][-1]),
+                    ("val_error", combined_error),
+                    ("round", float(rounds.min())),
+                ],
+                finalize=False,
+            )
         progress.update(iteration, finalize=True)
         self.kernel = best_kernel
         self.history = history
@@ -370,16 +450,22 @@ class CapsuleRegressionEM:
     def predict_probabilities(self, features):
         """Returns every model's `P(y | x)`, `(batch, K, m)`."""
         self._check_fitted()
-        means = tf.einsum("bq,kqmd->bkmd",
-                          self._design(features, self.input_mean),
-                          tf.constant(self.kernel, tf.float32))
+        means = tf.einsum(
+            "bq,kqmd->bkmd",
+            self._design(features, self.input_mean),
+            tf.constant(self.kernel, tf.float32),
+        )
         return capsule_ops.capsule_regression_probabilities(means)
 
     def predict(self, features):
         """Returns the predicted classes `(batch,)` of the architecture."""
-        return ops.convert_to_numpy(architectures.predict_classes(
-            self.architecture, self.membership,
-            self.predict_probabilities(features)))
+        return ops.convert_to_numpy(
+            architectures.predict_classes(
+                self.architecture,
+                self.membership,
+                self.predict_probabilities(features),
+            )
+        )
 
     def evaluate(self, dataset):
         """Returns the architecture's classification error on a dataset."""
@@ -397,15 +483,19 @@ class CapsuleRegressionEM:
             raise ValueError(
                 "`to_layer` returns the multiclass model; a "
                 f"{self.architecture!r} trainer has {self.num_models} binary "
-                "models: use `binary_layers()`.")
+                "models: use `binary_layers()`."
+            )
         return self.binary_layers()[0]
 
     def _layer(self, index):
         kernel = self.kernel[index]
         p = len(self.input_mean)
         layer = CapsuleRegression(
-            self.capsules_per_model, self.capsule_dim,
-            use_offset=self.use_offset, center_inputs=self.center_inputs)
+            self.capsules_per_model,
+            self.capsule_dim,
+            use_offset=self.use_offset,
+            center_inputs=self.center_inputs,
+        )
         layer.build((None, p))
         layer.kernel.assign(kernel[:p])
         if self.use_offset:

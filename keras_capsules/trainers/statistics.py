@@ -1,4 +1,4 @@
-"""Sums over a `tf.data.Dataset`, all-reduced across `tf.distribute` replicas."""
+"""Sums over a `tf.data.Dataset`, all-reduced across replicas."""
 
 import tensorflow as tf
 
@@ -17,8 +17,9 @@ class DatasetSum:
     """
 
     def __init__(self, per_batch_sums):
-        self._replica_fn = tf.function(per_batch_sums, jit_compile=True,
-                                       reduce_retracing=True)
+        self._replica_fn = tf.function(
+            per_batch_sums, jit_compile=True, reduce_retracing=True
+        )
         self._step = tf.function(self._reduced_step, reduce_retracing=True)
 
     def _reduced_step(self, batch, *args):
@@ -26,7 +27,8 @@ class DatasetSum:
         per_replica = strategy.run(self._replica_fn, args=(batch, *args))
         return tf.nest.map_structure(
             lambda t: strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None),
-            per_replica)
+            per_replica,
+        )
 
     def __call__(self, dataset, *args):
         """Returns the summed nest as NumPy arrays."""
@@ -34,9 +36,13 @@ class DatasetSum:
         total = None
         for batch in strategy.experimental_distribute_dataset(dataset):
             sums = self._step(batch, *args)
-            total = sums if total is None else tf.nest.map_structure(
-                tf.add, total, sums)
+            total = (
+                sums
+                if total is None
+                else tf.nest.map_structure(tf.add, total, sums)
+            )
         if total is None:
             raise ValueError(
-                "The dataset is empty: there is nothing to sum over.")
+                "The dataset is empty: there is nothing to sum over."
+            )
         return tf.nest.map_structure(lambda t: t.numpy(), total)

@@ -28,8 +28,14 @@ class ProceduralShapesTest(tf.test.TestCase):
         self.assertLen(np.unique(familiar["label"]), len(datasets.SHAPE_NAMES))
 
     def test_pose_moves_the_object(self):
-        poses = np.array([[0.0, 1.0, 0.0, 0.0], [np.pi / 2, 1.0, 0.0, 0.0],
-                          [0.0, 1.0, 2.0, 0.0]], np.float32)
+        poses = np.array(
+            [
+                [0.0, 1.0, 0.0, 0.0],
+                [np.pi / 2, 1.0, 0.0, 0.0],
+                [0.0, 1.0, 2.0, 0.0],
+            ],
+            np.float32,
+        )
         images = datasets.render_shapes([0, 0, 0], poses)[..., 0]
         # A quarter turn of the "tee" is its transpose-like image, not itself.
         self.assertGreater(np.abs(images[0] - images[1]).sum(), 50.0)

@@ -17,8 +17,9 @@ class PrincipalProjectionTest(tf.test.TestCase):
         signs = np.sign(np.sum(actual * expected, axis=0))
         self.assertAllClose(actual * signs, expected, rtol=1e-4, atol=1e-4)
         uncentred = datasets.PrincipalProjection(3, center=False).fit(x)
-        self.assertAllClose(uncentred.transform(x),
-                            x @ uncentred.components, rtol=1e-5)
+        self.assertAllClose(
+            uncentred.transform(x), x @ uncentred.components, rtol=1e-5
+        )
 
     def test_bad_arguments_raise(self):
         with self.assertRaisesRegex(ValueError, "Cannot keep 5 directions"):

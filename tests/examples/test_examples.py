@@ -16,8 +16,13 @@ class ExamplesTest(tf.test.TestCase):
     def test_capsule_regression_em_writes_results_and_figures(self):
         directory = tempfile.mkdtemp()
         with flagsaver.flagsaver(
-                dataset="procedural_shapes", capsule_dim=2, train_size=600,
-                projection_dim=32, max_iterations=6, output_dir=directory):
+            dataset="procedural_shapes",
+            capsule_dim=2,
+            train_size=600,
+            projection_dim=32,
+            max_iterations=6,
+            output_dir=directory,
+        ):
             capsule_regression.main(["prog"])
         with open(os.path.join(directory, "results.json")) as f:
             results = json.load(f)
@@ -29,9 +34,15 @@ class ExamplesTest(tf.test.TestCase):
     def test_capsule_regression_sgd_saves_model(self):
         directory = tempfile.mkdtemp()
         with flagsaver.flagsaver(
-                dataset="procedural_shapes", training="sgd", capsule_dim=2,
-                train_size=600, projection_dim=32, epochs=2, figures=False,
-                output_dir=directory):
+            dataset="procedural_shapes",
+            training="sgd",
+            capsule_dim=2,
+            train_size=600,
+            projection_dim=32,
+            epochs=2,
+            figures=False,
+            output_dir=directory,
+        ):
             capsule_regression.main(["prog"])
         self.assertTrue(os.path.exists(os.path.join(directory, "model.keras")))
 
@@ -39,15 +50,26 @@ class ExamplesTest(tf.test.TestCase):
         # A subprocess: the demo's flags share names with the example's.
         directory = tempfile.mkdtemp()
         result = subprocess.run(
-            [sys.executable, "-m", "examples.demo", f"--output_dir={directory}",
-             "--train_size=300", "--max_iterations=3", "--epochs=1"],
-            capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "examples.demo",
+                f"--output_dir={directory}",
+                "--train_size=300",
+                "--max_iterations=3",
+                "--epochs=1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("Test error on the procedural shapes", result.stdout)
         with open(os.path.join(directory, "results.json")) as f:
             self.assertLen(json.load(f), 5)
-        self.assertTrue(os.path.exists(
-            os.path.join(directory, "latent_space.png")))
+        self.assertTrue(
+            os.path.exists(os.path.join(directory, "latent_space.png"))
+        )
 
 
 if __name__ == "__main__":

@@ -31,11 +31,14 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
         means = layer.prior_means(x)
         self.assertEqual(means.shape, (8, 3, 2))
         kernel = layer.kernel.numpy()
-        self.assertAllClose(means, np.einsum("bp,pjd->bjd", x, kernel),
-                            rtol=1e-5)
+        self.assertAllClose(
+            means, np.einsum("bp,pjd->bjd", x, kernel), rtol=1e-5
+        )
         self.assertAllClose(
             probabilities,
-            capsule_ops.capsule_regression_probabilities(means), rtol=1e-6)
+            capsule_ops.capsule_regression_probabilities(means),
+            rtol=1e-6,
+        )
 
     def test_offset_and_centring(self):
         layer = CapsuleRegression(2, 2, use_offset=True, center_inputs=True)
@@ -43,28 +46,35 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
         layer.adapt(x)
         self.assertAllClose(layer.input_mean, x.mean(0), rtol=1e-5)
         layer.offset.assign(np.ones((2, 2)))
-        expected = np.einsum("bp,pjd->bjd", x - x.mean(0),
-                             layer.kernel.numpy()) + 1.0
-        self.assertAllClose(layer.prior_means(x), expected, rtol=1e-5,
-                            atol=1e-6)
+        expected = (
+            np.einsum("bp,pjd->bjd", x - x.mean(0), layer.kernel.numpy()) + 1.0
+        )
+        self.assertAllClose(
+            layer.prior_means(x), expected, rtol=1e-5, atol=1e-6
+        )
 
     def test_sequential_add_and_fit_learns(self):
         x, y = toy_problem()
         model = keras.Sequential([keras.Input((6,))])
         model.add(CapsuleRegression(3, 2))
-        model.compile(keras.optimizers.Adam(0.05),
-                      "sparse_categorical_crossentropy", metrics=["accuracy"],
-                      jit_compile=True)
+        model.compile(
+            keras.optimizers.Adam(0.05),
+            "sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            jit_compile=True,
+        )
         history = model.fit(x, y, epochs=15, batch_size=32, verbose=0)
-        self.assertLess(history.history["loss"][-1],
-                        0.7 * history.history["loss"][0])
+        self.assertLess(
+            history.history["loss"][-1], 0.7 * history.history["loss"][0]
+        )
         self.assertGreater(history.history["accuracy"][-1], 0.9)
 
     def test_posterior_means_follow_eq_19(self):
         layer = CapsuleRegression(3, 2)
         x, y = toy_problem(5)
         expected = capsule_ops.capsule_regression_posterior_means(
-            layer.prior_means(x), y)
+            layer.prior_means(x), y
+        )
         self.assertAllClose(layer.posterior_means(x, y), expected)
 
     def test_trained_model_serves_in_fresh_process(self):
@@ -82,22 +92,28 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
         script = textwrap.dedent(f"""
             import numpy as np, tensorflow as tf, keras
             import keras_capsules  # noqa: registers the layer
-            x = np.load({os.path.join(directory, 'x.npy')!r})
-            expected = np.load({os.path.join(directory, 'expected.npy')!r})
+            x = np.load({os.path.join(directory, "x.npy")!r})
+            expected = np.load({os.path.join(directory, "expected.npy")!r})
             served = tf.saved_model.load({export_path!r})
             np.testing.assert_allclose(served.serve(x), expected, rtol=1e-5)
             loaded = keras.models.load_model({keras_path!r})
             np.testing.assert_allclose(loaded(x), expected, rtol=1e-6)
             print("served")
         """)
-        result = subprocess.run([sys.executable, "-c", script],
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         self.assertIn("served", result.stdout, result.stderr[-2000:])
 
     def test_bad_arguments_raise(self):
         with self.assertRaisesRegex(ValueError, "num_classes` >= 2"):
             CapsuleRegression(1, 2)
-        with self.assertRaisesRegex(ValueError, "capsule_dim` to be a positive"):
+        with self.assertRaisesRegex(
+            ValueError, "capsule_dim` to be a positive"
+        ):
             CapsuleRegression(3, 0)
         with self.assertRaisesRegex(ValueError, r"shape \(batch, p\)"):
             CapsuleRegression(3, 2)(np.zeros((2, 4, 4), "float32"))

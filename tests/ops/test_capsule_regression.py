@@ -12,8 +12,9 @@ def lambda_reference(beta, s):
     """I_s(beta) by quadrature of eq. 31 (independent of the library)."""
     with mpmath.workdps(30):
         b = mpmath.mpf(beta)
-        return float(b * mpmath.quad(
-            lambda r: r**s * mpmath.exp(-(1 - r) * b), [0, 1]))
+        return float(
+            b * mpmath.quad(lambda r: r**s * mpmath.exp(-(1 - r) * b), [0, 1])
+        )
 
 
 def probabilities_reference(means):
@@ -22,8 +23,9 @@ def probabilities_reference(means):
     lengths = [float(np.dot(v, v)) for v in means]
     total = sum(lengths)
     lambda_0 = lambda_reference(total / 2.0, d * m / 2.0)
-    return np.array([lambda_0 * lengths[j] / total + (1 - lambda_0) / m
-                     for j in range(m)])
+    return np.array(
+        [lambda_0 * lengths[j] / total + (1 - lambda_0) / m for j in range(m)]
+    )
 
 
 def posterior_means_reference(means, label):
@@ -36,8 +38,9 @@ def posterior_means_reference(means, label):
     result = np.zeros_like(means)
     for i in range(m):
         delta = 1.0 if i == label else 0.0
-        q = (lambda_1 * lengths[label] / total
-             + (1 - lambda_1) * (2 * delta + d) / (2 + d * m))
+        q = lambda_1 * lengths[label] / total + (1 - lambda_1) * (
+            2 * delta + d
+        ) / (2 + d * m)
         result[i] = q / p * means[i]
     return result
 
@@ -64,16 +67,22 @@ class CapsuleRegressionOpsTest(tf.test.TestCase):
 
     def test_probabilities_match_eq_16(self):
         actual = capsule_ops.capsule_regression_probabilities(
-            tf.constant(self.means)).numpy()
+            tf.constant(self.means)
+        ).numpy()
         expected = np.stack([probabilities_reference(v) for v in self.means])
         self.assertAllClose(actual, expected, rtol=1e-10, atol=0.0)
         self.assertAllClose(actual.sum(-1), np.ones(5), rtol=1e-12)
 
     def test_posterior_means_match_eqs_18_19(self):
         actual = capsule_ops.capsule_regression_posterior_means(
-            tf.constant(self.means), tf.constant(self.labels)).numpy()
-        expected = np.stack([posterior_means_reference(v, y)
-                             for v, y in zip(self.means, self.labels)])
+            tf.constant(self.means), tf.constant(self.labels)
+        ).numpy()
+        expected = np.stack(
+            [
+                posterior_means_reference(v, y)
+                for v, y in zip(self.means, self.labels)
+            ]
+        )
         self.assertAllClose(actual, expected, rtol=1e-9, atol=1e-12)
 
     def test_posterior_means_average_to_prior_means(self):
@@ -83,28 +92,34 @@ class CapsuleRegressionOpsTest(tf.test.TestCase):
         total = 0.0
         for j in range(4):
             posterior = capsule_ops.capsule_regression_posterior_means(
-                means, tf.fill([5], j))
+                means, tf.fill([5], j)
+            )
             total += probabilities[:, j, None, None] * posterior
         self.assertAllClose(total, self.means, rtol=1e-10, atol=1e-12)
 
     def test_matches_monte_carlo_of_eqs_10_11(self):
         means = np.array([[1.2, -0.4], [0.3, 0.9], [-0.5, -0.2]])
         probabilities = capsule_ops.capsule_regression_probabilities(
-            tf.constant(means)).numpy()
+            tf.constant(means)
+        ).numpy()
         for label in range(3):
-            p_mc, posterior_mc, stderr = monte_carlo(means, label, 400_000,
-                                                     seed=label)
+            p_mc, posterior_mc, stderr = monte_carlo(
+                means, label, 400_000, seed=label
+            )
             self.assertLess(abs(probabilities[label] - p_mc), 5 * stderr)
             posterior = capsule_ops.capsule_regression_posterior_means(
-                tf.constant(means), tf.constant(label)).numpy()
+                tf.constant(means), tf.constant(label)
+            ).numpy()
             self.assertAllClose(posterior, posterior_mc, atol=0.02)
 
     def test_argmax_is_longest_capsule(self):
         probabilities = capsule_ops.capsule_regression_probabilities(
-            tf.constant(self.means))
+            tf.constant(self.means)
+        )
         lengths = np.linalg.norm(self.means, axis=-1)
-        self.assertAllEqual(np.argmax(probabilities, -1),
-                            np.argmax(lengths, -1))
+        self.assertAllEqual(
+            np.argmax(probabilities, -1), np.argmax(lengths, -1)
+        )
 
     def test_zero_input_is_uniform_with_finite_gradients(self):
         means = tf.zeros((2, 4, 3))
@@ -112,7 +127,8 @@ class CapsuleRegressionOpsTest(tf.test.TestCase):
             tape.watch(means)
             probabilities = capsule_ops.capsule_regression_probabilities(means)
             posterior = capsule_ops.capsule_regression_posterior_means(
-                means, tf.constant([0, 1]))
+                means, tf.constant([0, 1])
+            )
             log_p = tf.math.log(probabilities[:, 0])
         self.assertAllClose(probabilities, np.full((2, 4), 0.25))
         self.assertAllEqual(posterior, np.zeros((2, 4, 3)))
@@ -130,10 +146,12 @@ class CapsuleRegressionOpsTest(tf.test.TestCase):
         with tf.GradientTape() as tape:
             tape.watch(means)
             probabilities = capsule_ops.capsule_regression_probabilities(means)
-            loss = -tf.reduce_sum(tf.math.log(
-                tf.gather(probabilities, labels, batch_dims=1)))
+            loss = -tf.reduce_sum(
+                tf.math.log(tf.gather(probabilities, labels, batch_dims=1))
+            )
         posterior = capsule_ops.capsule_regression_posterior_means(
-            means, labels)
+            means, labels
+        )
         for value in (probabilities, posterior, tape.gradient(loss, means)):
             self.assertTrue(np.all(np.isfinite(value.numpy())))
         self.assertAllClose(tf.reduce_sum(probabilities, -1), np.ones(3))
@@ -155,7 +173,8 @@ class SquashTest(tf.test.TestCase):
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = tf.reduce_sum(capsule_ops.squash(x)) + tf.reduce_sum(
-                capsule_ops.safe_norm(x))
+                capsule_ops.safe_norm(x)
+            )
         self.assertTrue(np.all(np.isfinite(tape.gradient(y, x).numpy())))
         self.assertAllEqual(capsule_ops.squash(x), np.zeros((2, 3)))
 

@@ -12,18 +12,42 @@ from keras_capsules import ops as capsule_ops
 
 # The package exports a function of the module's name; fetch the module.
 ic_module = importlib.import_module(
-    "keras_capsules.ops.interpolating_coefficient")
+    "keras_capsules.ops.interpolating_coefficient"
+)
 
 _REFERENCE_ABSOLUTE_ACCURACY = 1e-35
 ORDERS = (0.0, 0.5, 1.0, 2.5, 5.0, 40.0, 256.0)
 # beta from 1e-8 to 1e6, plus the regime boundaries of the implementation.
-BETAS = np.unique(np.concatenate([
-    np.logspace(-8, 6, 29), [0.4, 0.99, 1.0, 1.5, 2.0, 3.4, 3.5, 3.6, 6.0,
-                             39.9, 40.0, 40.1, 41.0, 42.0, 255.0, 257.0,
-                             258.0, 300.0]]))
+BETAS = np.unique(
+    np.concatenate(
+        [
+            np.logspace(-8, 6, 29),
+            [
+                0.4,
+                0.99,
+                1.0,
+                1.5,
+                2.0,
+                3.4,
+                3.5,
+                3.6,
+                6.0,
+                39.9,
+                40.0,
+                40.1,
+                41.0,
+                42.0,
+                255.0,
+                257.0,
+                258.0,
+                300.0,
+            ],
+        ]
+    )
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(beta, s):
     """I_s(beta) = beta int_0^1 rho^s e^(-(1 - rho) beta) d rho, and eq. 38.
 
@@ -34,10 +58,13 @@ def reference(beta, s):
         b, s_mp = mpmath.mpf(beta), mpmath.mpf(s)
         if b == 0:
             return 0.0, float(1 / (s_mp + 1))
-        cuts = sorted({mpmath.mpf(0), mpmath.mpf(1)} | {
-            1 - mpmath.mpf(k) / b for k in (1, 10, 100, 1000) if k < b})
+        cuts = sorted(
+            {mpmath.mpf(0), mpmath.mpf(1)}
+            | {1 - mpmath.mpf(k) / b for k in (1, 10, 100, 1000) if k < b}
+        )
         value = b * mpmath.quad(
-            lambda r: r**s_mp * mpmath.exp(-(1 - r) * b), cuts)
+            lambda r: r**s_mp * mpmath.exp(-(1 - r) * b), cuts
+        )
         derivative = 1 - (b + s_mp) / b * value  # eq. 38
         return float(value), float(derivative)
 
@@ -48,17 +75,20 @@ def references(s):
 
 
 class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
-    @parameterized.product(s=ORDERS, dtype_and_tolerance=(
-        ("float64", 1e-6), ("float32", 2e-5)))
+    @parameterized.product(
+        s=ORDERS, dtype_and_tolerance=(("float64", 1e-6), ("float32", 2e-5))
+    )
     def test_matches_quadrature(self, s, dtype_and_tolerance):
         dtype, tolerance = dtype_and_tolerance
         expected, _ = references(s)
         actual = capsule_ops.interpolating_coefficient(
-            tf.constant(BETAS, dtype), s).numpy()
+            tf.constant(BETAS, dtype), s
+        ).numpy()
         self.assertAllClose(actual, expected, rtol=tolerance, atol=0.0)
 
-    @parameterized.product(s=ORDERS, dtype_and_tolerance=(
-        ("float64", 1e-6), ("float32", 2e-5)))
+    @parameterized.product(
+        s=ORDERS, dtype_and_tolerance=(("float64", 1e-6), ("float32", 2e-5))
+    )
     def test_gradient_is_eq_38(self, s, dtype_and_tolerance):
         dtype, tolerance = dtype_and_tolerance
         _, expected = references(s)
@@ -69,8 +99,12 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
         gradient = tape.gradient(value, beta).numpy()
         # Eq. 38 at 40 digits cancels down to ~1e-35 absolute accuracy, which
         # matters only where the derivative is e^-beta (s = 0, large beta).
-        self.assertAllClose(gradient, expected, rtol=tolerance,
-                            atol=_REFERENCE_ABSOLUTE_ACCURACY)
+        self.assertAllClose(
+            gradient,
+            expected,
+            rtol=tolerance,
+            atol=_REFERENCE_ABSOLUTE_ACCURACY,
+        )
 
     @parameterized.parameters(0.0, 0.5, 2.5, 40.0)
     def test_second_coefficient_is_next_order(self, s):
@@ -90,9 +124,12 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
         beta = np.logspace(-6, 6, 200)
         for s in (1.0, 7.5, 80.0):
             value = capsule_ops.interpolating_coefficient(
-                tf.constant(beta, "float64"), s).numpy()
+                tf.constant(beta, "float64"), s
+            ).numpy()
             self.assertTrue(np.all(np.diff(value) > 0))
-            self.assertTrue(np.all(value >= beta / (beta + s + 1) * (1 - 1e-12)))
+            self.assertTrue(
+                np.all(value >= beta / (beta + s + 1) * (1 - 1e-12))
+            )
             self.assertTrue(np.all(value <= beta / (beta + s) * (1 + 1e-12)))
 
     def test_finite_at_extremes(self):
@@ -109,9 +146,11 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
         beta = tf.constant(BETAS, "float32")
         compiled = tf.function(
             lambda b: capsule_ops.interpolating_coefficients(b, 12.5),
-            jit_compile=True)
-        for a, b in zip(compiled(beta),
-                        capsule_ops.interpolating_coefficients(beta, 12.5)):
+            jit_compile=True,
+        )
+        for a, b in zip(
+            compiled(beta), capsule_ops.interpolating_coefficients(beta, 12.5)
+        ):
             self.assertAllClose(a, b, rtol=1e-6)
 
     def test_half_precision_computes_in_float32(self):
@@ -119,7 +158,8 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
         value = capsule_ops.interpolating_coefficient(beta, 3.0)
         self.assertEqual(value.dtype, tf.float16)
         expected = capsule_ops.interpolating_coefficient(
-            tf.cast(beta, "float64"), 3.0)
+            tf.cast(beta, "float64"), 3.0
+        )
         self.assertAllClose(tf.cast(value, "float64"), expected, rtol=1e-3)
 
     @parameterized.parameters(-1.0, float("nan"), float("inf"), "two", None)
@@ -130,8 +170,9 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
     def test_backward_steps_shrink_error_below_tolerance(self):
         for s in (0.0, 3.0, 256.0):
             steps = ic_module.backward_steps(s, "float64")
-            damping = np.prod([(s + 1) / (s + 1 + j)
-                               for j in range(1, steps + 1)])
+            damping = np.prod(
+                [(s + 1) / (s + 1 + j) for j in range(1, steps + 1)]
+            )
             self.assertLess(damping, 1e-18)
 
 

@@ -30,26 +30,41 @@ class PlotsTest(tf.test.TestCase):
         latents = plots.squashed_latents(layer, self.x) ** 2
         for i in range(3):
             for a in range(4):
-                best = max((l for l in range(60) if self.y[l] == i),
-                           key=lambda l: latents[l, i, a])
+                best = max(
+                    (n for n in range(60) if self.y[n] == i),
+                    key=lambda n: latents[n, i, a],
+                )
                 self.assertEqual(indices[i, a], best)
 
     def test_writes_png_files(self):
         layer = CapsuleRegression(3, 2)
         images = np.random.default_rng(1).random((60, 8, 8))
         for path in (
-            plots.plot_latent_space(layer, self.x, self.y, os.path.join(
-                self.directory, "latent.png")),
-            plots.plot_prototypes(layer, self.x, self.y, images, os.path.join(
-                self.directory, "prototypes.png")),
+            plots.plot_latent_space(
+                layer,
+                self.x,
+                self.y,
+                os.path.join(self.directory, "latent.png"),
+            ),
+            plots.plot_prototypes(
+                layer,
+                self.x,
+                self.y,
+                images,
+                os.path.join(self.directory, "prototypes.png"),
+            ),
         ):
             with open(path, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_latent_space_needs_two_dimensions(self):
         with self.assertRaisesRegex(ValueError, "capsule_dim=3"):
-            plots.plot_latent_space(CapsuleRegression(3, 3), self.x, self.y,
-                                    os.path.join(self.directory, "x.png"))
+            plots.plot_latent_space(
+                CapsuleRegression(3, 3),
+                self.x,
+                self.y,
+                os.path.join(self.directory, "x.png"),
+            )
 
 
 if __name__ == "__main__":

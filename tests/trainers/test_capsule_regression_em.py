@@ -32,13 +32,15 @@ def numpy_em_update(x, y, kernel, nu):
     for x_l, y_l in zip(x.astype(np.float64), y):
         means = np.einsum("p,pjd->jd", x_l, kernel)
         probabilities = capsule_ops.capsule_regression_probabilities(
-            means).numpy()
+            means
+        ).numpy()
         ratio = np.max(np.delete(probabilities, y_l)) / probabilities[y_l]
         if ratio <= nu:
             posterior = means  # eq. 26: the prior mean.
         else:
             posterior = capsule_ops.capsule_regression_posterior_means(
-                means, y_l).numpy()
+                means, y_l
+            ).numpy()
         numerator += np.einsum("p,jd->pjd", x_l, posterior)
     solved = np.linalg.solve(gram, numerator.reshape(len(gram), m * d))
     return solved.reshape(kernel.shape)
@@ -65,33 +67,49 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
                 expected = v[:, -1 - a] / np.sqrt(2 * xi[-1 - a])
                 actual = kernel[:, i, a]
                 # Eigenvectors are defined up to sign.
-                self.assertAllClose(actual * np.sign(actual @ expected),
-                                    expected, rtol=1e-6, atol=1e-9)
+                self.assertAllClose(
+                    actual * np.sign(actual @ expected),
+                    expected,
+                    rtol=1e-6,
+                    atol=1e-9,
+                )
 
     def test_plain_em_never_decreases_log_likelihood(self):
         x, y = toy_data()
         trainer = trainers.CapsuleRegressionEM(
-            3, 2, momentum=0.0, thresholds=(0.0,), patience=(1000,),
-            max_iterations=25)
+            3,
+            2,
+            momentum=0.0,
+            thresholds=(0.0,),
+            patience=(1000,),
+            max_iterations=25,
+        )
         history = trainer.fit(as_dataset(x, y), verbose=0)
         log_likelihood = np.array(history["log_likelihood"])
         self.assertLen(log_likelihood, 25)
         # Float32 sums of 600 terms carry ~1e-6 relative rounding.
-        self.assertTrue(np.all(np.diff(log_likelihood)
-                               >= -1e-6 * np.abs(log_likelihood[1:])),
-                        np.diff(log_likelihood))
+        self.assertTrue(
+            np.all(
+                np.diff(log_likelihood) >= -1e-6 * np.abs(log_likelihood[1:])
+            ),
+            np.diff(log_likelihood),
+        )
         self.assertGreater(log_likelihood[-1], log_likelihood[0] + 1.0)
 
     def test_protocol_rounds_end_and_keep_best_model(self):
         x, y = toy_data(seed=1)
         xv, yv = toy_data(n=300, seed=2)
         trainer = trainers.CapsuleRegressionEM(
-            3, 2, thresholds=(0.5, 0.0), patience=(4, 2))
+            3, 2, thresholds=(0.5, 0.0), patience=(4, 2)
+        )
         history = trainer.fit(as_dataset(x, y), as_dataset(xv, yv), verbose=0)
         self.assertEqual(history["round"][0], 0)
         self.assertEqual(history["round"][-1], 1)
-        self.assertAlmostEqual(trainer.evaluate(as_dataset(xv, yv)),
-                               min(history["validation_error"]), places=6)
+        self.assertAlmostEqual(
+            trainer.evaluate(as_dataset(xv, yv)),
+            min(history["validation_error"]),
+            places=6,
+        )
         layer = trainer.to_layer()
         predicted = np.argmax(layer(xv), -1)
         self.assertAllEqual(predicted, trainer.predict(xv))
@@ -100,7 +118,8 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         x, y = toy_data()
         x = x + 5.0  # Far from the origin: centring and an offset matter.
         trainer = trainers.CapsuleRegressionEM(
-            3, 2, use_offset=True, center_inputs=True, max_iterations=30)
+            3, 2, use_offset=True, center_inputs=True, max_iterations=30
+        )
         trainer.fit(as_dataset(x, y), verbose=0)
         self.assertLess(trainer.evaluate(as_dataset(x, y)), 0.15)
         layer = trainer.to_layer()
@@ -111,7 +130,8 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         x, y = toy_data(n=900, classes=4, seed=3)
         for architecture, count in (("one_vs_all", 4), ("all_vs_all", 6)):
             trainer = trainers.CapsuleRegressionEM(
-                4, 2, architecture=architecture, max_iterations=30)
+                4, 2, architecture=architecture, max_iterations=30
+            )
             trainer.fit(as_dataset(x, y), verbose=0)
             self.assertLen(trainer.binary_layers(), count)
             self.assertLess(trainer.evaluate(as_dataset(x, y)), 0.25)
@@ -122,28 +142,31 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         ava = architectures.membership("all_vs_all", 3)
         self.assertAllEqual(ava[2], [[0, 1, 0], [0, 0, 1]])  # pair (1, 2)
         targets, weights = architectures.targets_and_weights(
-            ava, np.array([0, 2]))
+            ava, np.array([0, 2])
+        )
         self.assertAllEqual(weights, [[1, 1, 0], [0, 1, 1]])
         self.assertAllEqual(targets[1, 1:], [1, 1])
 
     def test_all_vs_all_vote(self):
         table = architectures.membership("all_vs_all", 3)
         # Pairs (0,1), (0,2), (1,2): 1 beats 0, 2 beats 0, 1 beats 2.
-        probabilities = np.array([[[0.4, 0.6], [0.3, 0.7], [0.8, 0.2]]],
-                                 "float32")
+        probabilities = np.array(
+            [[[0.4, 0.6], [0.3, 0.7], [0.8, 0.2]]], "float32"
+        )
         predicted = architectures.predict_classes(
-            "all_vs_all", table, probabilities)
+            "all_vs_all", table, probabilities
+        )
         self.assertAllEqual(predicted, [1])
 
     def test_bad_arguments_raise(self):
         with self.assertRaisesRegex(ValueError, "Unknown capsule regression"):
             trainers.CapsuleRegressionEM(3, 2, architecture="pairs")
         with self.assertRaisesRegex(ValueError, "one value per round"):
-            trainers.CapsuleRegressionEM(3, 2, thresholds=(0.5,),
-                                         patience=(1, 2))
+            trainers.CapsuleRegressionEM(
+                3, 2, thresholds=(0.5,), patience=(1, 2)
+            )
         with self.assertRaisesRegex(ValueError, r"nu must be in \[0, 1\]"):
-            trainers.CapsuleRegressionEM(3, 2, thresholds=(2.0,),
-                                         patience=(1,))
+            trainers.CapsuleRegressionEM(3, 2, thresholds=(2.0,), patience=(1,))
         x, y = toy_data(n=30)
         with self.assertRaisesRegex(ValueError, "Classes without any"):
             trainers.CapsuleRegressionEM(4, 2).fit(as_dataset(x, y), verbose=0)
@@ -171,8 +194,12 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             np.testing.assert_allclose(updated, expected, rtol=1e-4, atol=1e-6)
             print("replicas", strategy.num_replicas_in_sync)
         """)
-        result = subprocess.run([sys.executable, "-c", script],
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         self.assertIn("replicas 2", result.stdout, result.stderr[-3000:])
 
 
