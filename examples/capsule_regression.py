@@ -117,9 +117,14 @@ def train_em(features, capsule_dim, architecture, output_dir):
         seed=_SEED.value,
     )
     batch = _BATCH_SIZE.value
+    # With an output directory, a restarted run resumes where it stopped.
+    checkpoint = (
+        os.path.join(output_dir, "em_state.npz") if output_dir else None
+    )
     history = trainer.fit(
         as_dataset(*features["train"], batch),
         as_dataset(*features["validation"], batch),
+        checkpoint_path=checkpoint,
     )
     errors = {
         name: trainer.evaluate(as_dataset(x, y, batch))

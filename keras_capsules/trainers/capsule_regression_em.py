@@ -17,6 +17,8 @@ validation error has not improved for 128, 64, 32, 16, 8 iterations, each
 starting from the best model of the round before; gamma = 0.9.
 """
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -25,7 +27,8 @@ from keras import ops
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers.capsule_regression import CapsuleRegression
 from keras_capsules.ops.capsule_regression import posterior_scales
-from keras_capsules.trainers import architectures
+from keras_capsules.trainers import architectures, initialization
+from keras_capsules.trainers.em_state import EMState
 from keras_capsules.trainers.statistics import DatasetSum
 
 PAPER_THRESHOLDS = (0.8, 0.6, 0.4, 0.2, 0.0)
@@ -34,9 +37,6 @@ PAPER_PATIENCE = (128, 64, 32, 16, 8)
 # the least-squares solve defined when inputs are collinear (e.g. constant
 # pixels), and is far below the data's own scale.
 _RELATIVE_RIDGE = 1e-7
-# Eigenvalues of the subspace initialisation below this fraction of the
-# largest are raised to it, so 1 / sqrt(xi) stays finite (eq. 28).
-_RELATIVE_EIGENVALUE_FLOOR = 1e-10
 
 
 class CapsuleRegressionEM:
@@ -152,53 +152,6 @@ class CapsuleRegressionEM:
             tf.einsum("bc,bp,bq->cpq", one_hot, x, x),
         )
 
-    def _design_moments(self, counts, sums, grams):
-        """Class moments of the design rows z = [x - mean, 1]."""
-        if self.center_inputs:
-            mean = sums.sum(0) / counts.sum()
-        else:
-            mean = np.zeros(sums.shape[1])
-        centred_sums = sums - counts[:, None] * mean
-        centred_grams = (
-            grams
-            - np.einsum("cp,q->cpq", sums, mean)
-            - np.einsum("p,cq->cpq", mean, sums)
-            + counts[:, None, None] * np.outer(mean, mean)
-        )
-        if self.use_offset:
-            top = np.concatenate([centred_grams, centred_sums[:, :, None]], 2)
-            bottom = np.concatenate(
-                [centred_sums[:, None, :], counts[:, None, None]], 2
-            )
-            centred_grams = np.concatenate([top, bottom], 1)
-        return mean, centred_grams
-
-    def _initial_kernel(self, counts, grams):
-        """Subspace (eq. 28) or random initial kernels, `(K, q, m, d)`."""
-        k, m, _ = self.membership.shape
-        q, d = grams.shape[-1], self.capsule_dim
-        if self.initializer == "random":
-            rng = np.random.default_rng(self.seed)
-            return rng.normal(0.0, 1.0 / np.sqrt(q), (k, q, m, d))
-        capsule_counts = np.einsum("kic,c->ki", self.membership, counts)
-        if np.any(capsule_counts < d):
-            raise ValueError(
-                "Subspace initialisation needs at least capsule_dim examples "
-                f"for every capsule; the fewest was {capsule_counts.min():.0f} "
-                f"for capsule_dim={d}. Use initializer='random' or more data."
-            )
-        second_moments = np.einsum("kic,cpq->kipq", self.membership, grams)
-        second_moments /= capsule_counts[:, :, None, None]
-        eigenvalues, eigenvectors = np.linalg.eigh(second_moments)
-        xi = eigenvalues[..., ::-1][..., :d]  # (K, m, d), largest first.
-        vectors = eigenvectors[..., ::-1][..., :d]  # (K, m, q, d)
-        xi = np.maximum(xi, _RELATIVE_EIGENVALUE_FLOOR * xi[..., :1])
-        kernel = vectors / np.sqrt(d * xi)[:, :, None, :]
-        return np.transpose(kernel, (0, 2, 1, 3))
-
-    # ----------------------------------------------------------------------
-    # One pass of E-step statistics.
-
     def _design(self, x, input_mean):
         z = tf.cast(x, tf.float32) - tf.cast(input_mean, tf.float32)
         if self.use_offset:
@@ -292,8 +245,8 @@ class CapsuleRegressionEM:
                 "Every class needs training examples. Classes without any: "
                 f"{np.flatnonzero(counts == 0).tolist()}."
             )
-        self.input_mean, design_grams = self._design_moments(
-            counts, sums, grams
+        self.input_mean, design_grams = initialization.design_moments(
+            counts, sums, grams, self.center_inputs, self.use_offset
         )
         model_grams = np.einsum(
             "kc,cpq->kpq", self.membership.max(axis=1), design_grams
@@ -306,7 +259,16 @@ class CapsuleRegressionEM:
         self._inverse_gram = np.linalg.inv(
             model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1])
         )
-        return self._initial_kernel(counts, design_grams)
+        if self.initializer == "random":
+            return initialization.random_kernel(
+                self.membership,
+                design_grams.shape[-1],
+                self.capsule_dim,
+                self.seed,
+            )
+        return initialization.subspace_kernel(
+            self.membership, counts, design_grams, self.capsule_dim
+        )
 
     def em_update(self, train_dataset, kernel, thresholds):
         """One thresholded EM update (eqs. 22 and 26), without momentum.
@@ -337,7 +299,14 @@ class CapsuleRegressionEM:
         updated = np.einsum("kpq,kqmd->kpmd", self._inverse_gram, numerator)
         return updated, (log_likelihood, wrong, seen)
 
-    def fit(self, train_dataset, validation_dataset=None, verbose=1):
+    def fit(
+        self,
+        train_dataset,
+        validation_dataset=None,
+        verbose=1,
+        checkpoint_path=None,
+        checkpoint_every=10,
+    ):
         """Runs the rounds of thresholded EM with momentum.
 
         Args:
@@ -346,99 +315,108 @@ class CapsuleRegressionEM:
             validation_dataset: like `train_dataset`; its error ends rounds
                 and picks the best model. Without it, training error does.
             verbose: 0 silent, 1 a Keras progress bar.
+            checkpoint_path: optional `.npz` path. The training state is
+                written there every `checkpoint_every` iterations and at
+                the end; if the file exists, training resumes from it.
+            checkpoint_every: int, iterations between checkpoints.
 
         Returns:
-            A dict of per-iteration lists: `log_likelihood` and `error` on the
-            training data, `validation_error`, `round` and `active_models`.
-            Iteration t reports the models before their t-th update.
+            A dict of per-iteration lists: `log_likelihood` (eq. 6, summed
+            over models) and `error` on the training data (for ensembles,
+            the mean error of the binary models), `validation_error` (of the
+            whole architecture), `round` (the lowest round of any model) and
+            `active_models`. Iteration t reports the models before their
+            t-th update.
         """
-        kernel = self.prepare(train_dataset)
-        k = self.num_models
-        previous = kernel.copy()
-        best_kernel = kernel.copy()
-        best_error = np.full(k, np.inf)
-        since_best = np.zeros(k, int)
-        rounds = np.zeros(k, int)
-        history = {
-            "log_likelihood": [],
-            "error": [],
-            "validation_error": [],
-            "round": [],
-            "active_models": [],
-        }
+        state = EMState.start(self.prepare(train_dataset))
+        if checkpoint_path and os.path.exists(checkpoint_path):
+            state = self._resume(checkpoint_path, state.kernel.shape)
+        rounds_total = len(self.thresholds)
         progress = keras.utils.Progbar(
             self.max_iterations,
             verbose=verbose,
             unit_name="iteration",
             stateful_metrics=["log_likelihood", "error", "val_error", "round"],
         )
-        iteration = 0
-        while np.any(rounds < len(self.thresholds)):
-            if self.max_iterations and iteration >= self.max_iterations:
+        while np.any(state.rounds < rounds_total):
+            if self.max_iterations and state.iteration >= self.max_iterations:
                 break
-            active = rounds < len(self.thresholds)
-            nu = np.array(
-                [
-                    self.thresholds[min(r, len(self.thresholds) - 1)]
-                    for r in rounds
-                ],
-                np.float32,
-            )
-            updated, (log_likelihood, wrong, seen) = self.em_update(
-                train_dataset, kernel, nu
-            )
-            train_error = wrong / np.maximum(seen, 1.0)
-            if validation_dataset is not None:
-                model_error, combined_error = self._errors(
-                    validation_dataset, kernel
-                )
-            else:
-                model_error = train_error
-                combined_error = float("nan")
-            history["log_likelihood"].append(float(log_likelihood.sum()))
-            history["error"].append(
-                float((train_error * seen).sum() / seen.sum())
-                if k == 1
-                else float(np.mean(train_error))
-            )
-            history["validation_error"].append(combined_error)
-            history["round"].append(int(rounds.min()))
-            history["active_models"].append(int(active.sum()))
-
-            improved = active & (model_error < best_error)
-            best_error = np.where(improved, model_error, best_error)
-            best_kernel[improved] = kernel[improved]
-            since_best = np.where(improved, 0, since_best + 1)
-            patience = np.array(
-                [self.patience[min(r, len(self.patience) - 1)] for r in rounds]
-            )
-            round_over = active & (since_best >= patience)
-
-            # Momentum (eq. 27) for the active models.
-            updated = updated + self.momentum * (kernel - previous)
-            previous = kernel
-            kernel = np.where(active[:, None, None, None], updated, kernel)
-            # A finished round restarts the next from its best model.
-            restart = round_over[:, None, None, None]
-            kernel = np.where(restart, best_kernel, kernel)
-            previous = np.where(restart, best_kernel, previous)
-            rounds = rounds + round_over
-            since_best = np.where(round_over, 0, since_best)
-            iteration += 1
+            self._iterate(state, train_dataset, validation_dataset)
+            if checkpoint_path and state.iteration % checkpoint_every == 0:
+                state.save(checkpoint_path)
             progress.update(
-                iteration,
+                state.iteration,
                 [
-                    ("log_likelihood", history["log_likelihood"][-1]),
-                    ("error", history["error"][-1]),
-                    ("val_error", combined_error),
-                    ("round", float(rounds.min())),
+                    ("log_likelihood", state.history["log_likelihood"][-1]),
+                    ("error", state.history["error"][-1]),
+                    ("val_error", state.history["validation_error"][-1]),
+                    ("round", float(state.rounds.min())),
                 ],
                 finalize=False,
             )
-        progress.update(iteration, finalize=True)
-        self.kernel = best_kernel
-        self.history = history
-        return history
+        progress.update(state.iteration, finalize=True)
+        if checkpoint_path:
+            state.save(checkpoint_path)
+        self.kernel = state.best_kernel
+        self.history = state.history
+        return state.history
+
+    def _resume(self, checkpoint_path, kernel_shape):
+        state = EMState.load(checkpoint_path)
+        if state.kernel.shape != kernel_shape:
+            raise ValueError(
+                f"The checkpoint {checkpoint_path} holds kernels of shape "
+                f"{state.kernel.shape}, but this trainer and data give "
+                f"{kernel_shape}. Use a new checkpoint_path for a new "
+                "configuration."
+            )
+        return state
+
+    def _per_round(self, values, rounds):
+        """Each model's value of a per-round setting, `(K,)`."""
+        return np.array([values[min(r, len(values) - 1)] for r in rounds])
+
+    def _iterate(self, state, train_dataset, validation_dataset):
+        """One iteration: E-step, validation, M-step, momentum, rounds."""
+        active = state.rounds < len(self.thresholds)
+        nu = self._per_round(self.thresholds, state.rounds).astype(np.float32)
+        updated, (log_likelihood, wrong, seen) = self.em_update(
+            train_dataset, state.kernel, nu
+        )
+        train_error = wrong / np.maximum(seen, 1.0)
+        if validation_dataset is not None:
+            model_error, combined_error = self._errors(
+                validation_dataset, state.kernel
+            )
+        else:
+            model_error, combined_error = train_error, float("nan")
+        history = state.history
+        history["log_likelihood"].append(float(log_likelihood.sum()))
+        history["error"].append(float(np.mean(train_error)))
+        history["validation_error"].append(combined_error)
+        history["round"].append(int(state.rounds.min()))
+        history["active_models"].append(int(active.sum()))
+
+        improved = active & (model_error < state.best_error)
+        state.best_error = np.where(improved, model_error, state.best_error)
+        state.best_kernel[improved] = state.kernel[improved]
+        state.since_best = np.where(improved, 0, state.since_best + 1)
+        patience = self._per_round(self.patience, state.rounds)
+        round_over = active & (state.since_best >= patience)
+
+        # Momentum (eq. 27) for the active models.
+        updated = updated + self.momentum * (state.kernel - state.previous)
+        state.previous = state.kernel
+        state.kernel = np.where(
+            active[:, None, None, None], updated, state.kernel
+        )
+        # A finished round restarts the next from its best model.
+        restart = round_over[:, None, None, None]
+        state.kernel = np.where(restart, state.best_kernel, state.kernel)
+        state.previous = np.where(restart, state.best_kernel, state.previous)
+        state.rounds = state.rounds + round_over
+        state.since_best = np.where(round_over, 0, state.since_best)
+        state.iteration += 1
 
     # ----------------------------------------------------------------------
     # Using the trained models.

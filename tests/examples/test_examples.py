@@ -9,7 +9,7 @@ import tempfile
 import tensorflow as tf
 from absl.testing import flagsaver
 
-from examples import capsule_regression
+from examples import capsule_regression, results_table
 
 
 class ExamplesTest(tf.test.TestCase):
@@ -70,6 +70,24 @@ class ExamplesTest(tf.test.TestCase):
         self.assertTrue(
             os.path.exists(os.path.join(directory, "latent_space.png"))
         )
+
+
+class ResultsTableTest(tf.test.TestCase):
+    def test_table_from_concatenated_results(self):
+        path = os.path.join(tempfile.mkdtemp(), "results.jsonl")
+        runs = [
+            {
+                "dataset": "mnist",
+                "capsule_dim": 2,
+                "architecture": arch,
+                "test_error": error,
+            }
+            for arch, error in (("multiclass", 0.0626), ("all_vs_all", 0.05))
+        ]
+        with open(path, "w") as f:
+            f.write(json.dumps(runs[0], indent=1) + "\n" + json.dumps(runs[1]))
+        table = results_table.table(results_table.read_results(path))
+        self.assertIn("| mnist | 2 | 6.26 |  | 5.00 | 6.21 |", table)
 
 
 if __name__ == "__main__":

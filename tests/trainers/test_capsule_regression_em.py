@@ -1,7 +1,9 @@
 """The EM trainer against NumPy versions of eqs. 22, 26 and 28."""
 
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -113,6 +115,45 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         layer = trainer.to_layer()
         predicted = np.argmax(layer(xv), -1)
         self.assertAllEqual(predicted, trainer.predict(xv))
+
+    def test_resumes_from_checkpoint_as_if_never_stopped(self):
+        x, y = toy_data(seed=4)
+        xv, yv = toy_data(n=200, seed=5)
+        settings = dict(thresholds=(0.6, 0.0), patience=(3, 3))
+        path = os.path.join(tempfile.mkdtemp(), "em_state.npz")
+        interrupted = trainers.CapsuleRegressionEM(
+            3, 2, max_iterations=4, **settings
+        )
+        interrupted.fit(
+            as_dataset(x, y),
+            as_dataset(xv, yv),
+            verbose=0,
+            checkpoint_path=path,
+            checkpoint_every=2,
+        )
+        resumed = trainers.CapsuleRegressionEM(
+            3, 2, max_iterations=12, **settings
+        )
+        history = resumed.fit(
+            as_dataset(x, y),
+            as_dataset(xv, yv),
+            verbose=0,
+            checkpoint_path=path,
+        )
+        uninterrupted = trainers.CapsuleRegressionEM(
+            3, 2, max_iterations=12, **settings
+        )
+        expected = uninterrupted.fit(
+            as_dataset(x, y), as_dataset(xv, yv), verbose=0
+        )
+        self.assertLen(history["error"], len(expected["error"]))
+        self.assertAllClose(
+            history["log_likelihood"], expected["log_likelihood"], rtol=1e-6
+        )
+        self.assertAllClose(resumed.kernel, uninterrupted.kernel, rtol=1e-5)
+        wrong_shape = trainers.CapsuleRegressionEM(3, 4, **settings)
+        with self.assertRaisesRegex(ValueError, "new checkpoint_path"):
+            wrong_shape.fit(as_dataset(x, y), verbose=0, checkpoint_path=path)
 
     def test_offset_and_centring_train(self):
         x, y = toy_data()

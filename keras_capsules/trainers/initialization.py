@@ -1,0 +1,84 @@
+"""Design-matrix moments and initial kernels for capsule regression EM.
+
+```none
+paper                        code
+x_l                          design rows z_l = [x_l - mean, 1] (q entries)
+X_i X_i^T / n_i              second moment of capsule i's examples
+(xi_ia, v_ia), a = 1..d      its top-d eigenpairs
+W_i = rows v_ia^T / (sqrt(d) sqrt(xi_ia))                      (eq. 28)
+```
+"""
+
+import numpy as np
+
+# Eigenvalues below this fraction of the largest are raised to it, so
+# 1 / sqrt(xi) stays finite (eq. 28) when inputs span fewer than d directions.
+_RELATIVE_EIGENVALUE_FLOOR = 1e-10
+
+
+def design_moments(counts, sums, grams, center, offset):
+    """Per-class Gram matrices of the design rows z = [x - mean, 1].
+
+    Args:
+        counts: `(C,)` examples per class.
+        sums: `(C, p)` per-class sums of the raw inputs.
+        grams: `(C, p, p)` per-class sums of x x^T.
+        center: bool, whether to subtract the mean of all inputs.
+        offset: bool, whether to append a constant 1.
+
+    Returns:
+        `(mean, design_grams)`: the `(p,)` mean subtracted (zeros without
+        centring) and the `(C, q, q)` Gram matrices of the design rows.
+    """
+    mean = sums.sum(0) / counts.sum() if center else np.zeros(sums.shape[1])
+    centred_sums = sums - counts[:, None] * mean
+    centred_grams = (
+        grams
+        - np.einsum("cp,q->cpq", sums, mean)
+        - np.einsum("p,cq->cpq", mean, sums)
+        + counts[:, None, None] * np.outer(mean, mean)
+    )
+    if offset:
+        top = np.concatenate([centred_grams, centred_sums[:, :, None]], 2)
+        bottom = np.concatenate(
+            [centred_sums[:, None, :], counts[:, None, None]], 2
+        )
+        centred_grams = np.concatenate([top, bottom], 1)
+    return mean, centred_grams
+
+
+def subspace_kernel(membership, counts, grams, capsule_dim):
+    """Subspace initialisation (eq. 28) of every capsule of every model.
+
+    Args:
+        membership: `(K, m, C)` which classes each capsule stands for.
+        counts: `(C,)` examples per class.
+        grams: `(C, q, q)` per-class Gram matrices of the design rows.
+        capsule_dim: int, d.
+
+    Returns:
+        `(K, q, m, d)` kernels.
+    """
+    d = capsule_dim
+    capsule_counts = np.einsum("kic,c->ki", membership, counts)
+    if np.any(capsule_counts < d):
+        raise ValueError(
+            "Subspace initialisation needs at least capsule_dim examples "
+            f"for every capsule; the fewest was {capsule_counts.min():.0f} "
+            f"for capsule_dim={d}. Use initializer='random' or more data."
+        )
+    second_moments = np.einsum("kic,cpq->kipq", membership, grams)
+    second_moments /= capsule_counts[:, :, None, None]
+    eigenvalues, eigenvectors = np.linalg.eigh(second_moments)
+    xi = eigenvalues[..., ::-1][..., :d]  # (K, m, d), largest first.
+    vectors = eigenvectors[..., ::-1][..., :d]  # (K, m, q, d)
+    xi = np.maximum(xi, _RELATIVE_EIGENVALUE_FLOOR * xi[..., :1])
+    kernel = vectors / np.sqrt(d * xi)[:, :, None, :]
+    return np.transpose(kernel, (0, 2, 1, 3))
+
+
+def random_kernel(membership, q, capsule_dim, seed):
+    """Gaussian kernels with standard deviation 1 / sqrt(q), `(K, q, m, d)`."""
+    k, m, _ = membership.shape
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.0, 1.0 / np.sqrt(q), (k, q, m, capsule_dim))
