@@ -6,12 +6,16 @@ from keras_capsules.datasets.procedural_shapes import (
     render_shapes,
 )
 from keras_capsules.datasets.projection import PrincipalProjection
-from keras_capsules.datasets.tfds_loaders import load_image_arrays
+from keras_capsules.datasets.tfds_loaders import (
+    load_image_arrays,
+    load_image_dataset,
+)
 
 __all__ = [
     "PrincipalProjection",
     "SHAPE_NAMES",
     "load_image_arrays",
+    "load_image_dataset",
     "load_procedural_shapes",
     "render_shapes",
 ]

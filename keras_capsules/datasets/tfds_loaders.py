@@ -5,6 +5,7 @@ special-cases it.
 """
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_datasets as tfds
 
 
@@ -30,3 +31,47 @@ def load_image_arrays(name, split, data_dir=None):
     )
     images, labels = data
     return images.astype(np.float32) / 255.0, labels.astype(np.int64)
+
+
+def load_image_dataset(
+    name, split, batch_size, flatten=True, projection=None, data_dir=None
+):
+    """Streams a TFDS image classification split as `(features, labels)`.
+
+    For training that reads its data batch by batch (such as the EM trainer)
+    without holding the split in memory.
+
+    Args:
+        name: TFDS name, e.g. `"mnist"`.
+        split: TFDS split string.
+        batch_size: int, examples per batch.
+        flatten: bool, whether images become `(batch, H * W * C)` vectors.
+        projection: optional `(H * W * C, p)` matrix applied after
+            flattening, e.g. `PrincipalProjection(...).components`.
+        data_dir: optional TFDS data directory.
+
+    Returns:
+        A `tf.data.Dataset` of float32 features in `[0, 1]` (before any
+        projection) and int64 labels.
+    """
+    if projection is not None and not flatten:
+        raise ValueError(
+            "A projection applies to flattened images: pass flatten=True "
+            "with `projection`."
+        )
+    dataset = tfds.load(
+        name, split=split, data_dir=data_dir, as_supervised=True
+    ).batch(batch_size)
+    matrix = None if projection is None else tf.constant(projection, tf.float32)
+
+    def prepare(images, labels):
+        features = tf.cast(images, tf.float32) / 255.0
+        if flatten:
+            features = tf.reshape(features, (tf.shape(features)[0], -1))
+        if matrix is not None:
+            features = features @ matrix
+        return features, labels
+
+    return dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE
+    )

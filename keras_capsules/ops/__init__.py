@@ -1,7 +1,6 @@
 """Pure tensor functions: every equation of the library lives here."""
 
 from keras_capsules.ops.capsule_regression import (
-    capsule_regression_beta,
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
@@ -12,7 +11,6 @@ from keras_capsules.ops.interpolating_coefficient import (
 from keras_capsules.ops.squash import safe_norm, squash
 
 __all__ = [
-    "capsule_regression_beta",
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
     "interpolating_coefficient",

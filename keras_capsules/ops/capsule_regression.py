@@ -87,11 +87,6 @@ def posterior_scales(means, labels):
     return q / ops.maximum(probability, tiny)[..., None]
 
 
-def capsule_regression_beta(means):
-    """Returns beta = 1/2 sum_i |W_i x|^2 (eq. 12, sigma^2 = 1), `(...)`."""
-    return 0.5 * _squared_lengths(_as_float(means))[1]
-
-
 def _mixture(coefficient, certain, uncertain):
     """coefficient * certain + (1 - coefficient) * uncertain (eqs. 16, 18)."""
     return coefficient * certain + (1.0 - coefficient) * uncertain

@@ -283,7 +283,7 @@ class CapsuleRegressionEM:
             kernels, and per model the log-likelihood (eq. 6), the number of
             misclassified and of seen examples, all for the current kernel.
         """
-        if getattr(self, "_inverse_gram", None) is None:
+        if self._inverse_gram is None:
             raise ValueError(
                 "Call `prepare(train_dataset)` before `em_update`."
             )
