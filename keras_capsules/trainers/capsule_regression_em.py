@@ -58,10 +58,12 @@ class CapsuleRegressionEM:
 
     Example:
 
-    >>> trainer = CapsuleRegressionEM(10, 2)
-    >>> history = trainer.fit(train_dataset, validation_dataset)
-    >>> error = trainer.evaluate(test_dataset)
-    >>> layer = trainer.to_layer()          # multiclass: a CapsuleRegression
+    ```python
+    trainer = CapsuleRegressionEM(10, 2)
+    history = trainer.fit(train_dataset, validation_dataset)
+    error = trainer.evaluate(test_dataset)
+    layer = trainer.to_layer()  # multiclass: a CapsuleRegression layer
+    ```
     """
 
     def __init__(

@@ -1,5 +1,7 @@
 """The CapsuleRegression layer: training, inspection, saving, serving."""
 
+import doctest
+import importlib
 import os
 import subprocess
 import sys
@@ -107,6 +109,16 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
             timeout=300,
         )
         self.assertIn("served", result.stdout, result.stderr[-2000:])
+
+    def test_docstring_example_runs(self):
+        module = importlib.import_module(
+            "keras_capsules.layers.capsule_regression"
+        )
+        result = doctest.testmod(
+            module, extraglobs={"np": np, "keras": keras}, verbose=False
+        )
+        self.assertGreater(result.attempted, 0)
+        self.assertEqual(result.failed, 0)
 
     def test_bad_arguments_raise(self):
         with self.assertRaisesRegex(ValueError, "num_classes` >= 2"):
