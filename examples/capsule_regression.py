@@ -59,8 +59,13 @@ _MAX_ITERATIONS = flags.DEFINE_integer(
 )
 _MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
 _EPOCHS = flags.DEFINE_integer("epochs", 30, "SGD: passes over the data.")
+_STATISTICS_BATCH = flags.DEFINE_integer(
+    "statistics_batch",
+    10000,
+    "EM: examples per batch when summing sufficient statistics.",
+)
 _BATCH_SIZE = flags.DEFINE_integer(
-    "batch_size", 10000, "EM: batch of statistics; SGD: 128 used."
+    "batch_size", 128, "SGD: examples per gradient step."
 )
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "SGD: Adam rate.")
 _OUTPUT_DIR = flags.DEFINE_string(
@@ -116,7 +121,7 @@ def train_em(features, capsule_dim, architecture, output_dir):
         max_iterations=_MAX_ITERATIONS.value,
         seed=_SEED.value,
     )
-    batch = _BATCH_SIZE.value
+    batch = _STATISTICS_BATCH.value
     # With an output directory, a restarted run resumes where it stopped.
     checkpoint = (
         os.path.join(output_dir, "em_state.npz") if output_dir else None
@@ -157,17 +162,21 @@ def train_sgd(features, capsule_dim, output_dir):
         )
     ]
     if output_dir:
-        callbacks.append(
+        callbacks += [
             keras.callbacks.ModelCheckpoint(
                 os.path.join(output_dir, "model.keras"),
                 "val_accuracy",
                 save_best_only=True,
-            )
-        )
-    model.fit(
+            ),
+            # A restarted run resumes from its last epoch.
+            keras.callbacks.BackupAndRestore(
+                os.path.join(output_dir, "backup")
+            ),
+        ]
+    history = model.fit(
         x,
         y,
-        batch_size=128,
+        batch_size=_BATCH_SIZE.value,
         epochs=_EPOCHS.value,
         validation_data=features["validation"],
         callbacks=callbacks,
@@ -177,7 +186,7 @@ def train_sgd(features, capsule_dim, output_dir):
         name: float(1.0 - model.evaluate(a, b, batch_size=4096, verbose=0)[1])
         for name, (a, b) in features.items()
     }
-    return errors, _EPOCHS.value, model.layers[-1]
+    return errors, len(history.history["loss"]), model.layers[-1]
 
 
 def main(argv):
