@@ -76,6 +76,8 @@ _SCALE_RANGE = (0.75, 1.0)
 _SHIFT_PIXELS = 2.0
 _STROKE_HALF_WIDTH = 0.12  # In object units.
 _EDGE_SOFTNESS = 0.04
+# Images drawn at once: bounds the renderer's memory to tens of MB.
+_RENDER_CHUNK = 1000
 
 
 def _segment_table():
@@ -102,6 +104,21 @@ def render_shapes(labels, poses, image_size=28):
     """
     labels = np.asarray(labels)
     poses = np.asarray(poses, np.float32)
+    images = [
+        _render_chunk(
+            labels[i : i + _RENDER_CHUNK],
+            poses[i : i + _RENDER_CHUNK],
+            image_size,
+        )
+        for i in range(0, len(labels), _RENDER_CHUNK)
+    ]
+    if not images:
+        return np.zeros((0, image_size, image_size, 1), np.float32)
+    return np.concatenate(images)
+
+
+def _render_chunk(labels, poses, image_size):
+    """Ink of the nearest stroke at every pixel, `(n, H, W, 1)`."""
     segments, mask = _segment_table()
     half = (image_size - 1) / 2.0
     grid = (np.arange(image_size, dtype=np.float32) - half) / half
@@ -109,7 +126,7 @@ def render_shapes(labels, poses, image_size=28):
     points = np.stack([gx.ravel(), gy.ravel()], -1)  # (H*W, 2)
     angle, scale = poses[:, 0], poses[:, 1]
     shift = poses[:, 2:] / half
-    # Pixel -> object frame: rotate back, unscale.
+    # Pixel -> object frame: undo the shift, rotate back, unscale.
     local = points[None] - shift[:, None]  # (n, H*W, 2)
     cos, sin = np.cos(angle)[:, None], np.sin(angle)[:, None]
     x = (cos * local[..., 0] + sin * local[..., 1]) / scale[:, None]
