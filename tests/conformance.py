@@ -89,16 +89,26 @@ def check_unknown_batch_size(test, case):
 
 
 def check_mixed_precision(test, case):
+    """Half-precision outputs, float32 weights, finite gradients."""
     policy = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy("mixed_float16")
-    try:
-        layer = case.cls(**case.init_kwargs)
-        outputs = layer(case.make_inputs())
-        test.assertEqual(outputs.dtype, tf.float16)
-        test.assertTrue(np.all(np.isfinite(outputs.numpy())))
-        test.assertEqual(layer.trainable_weights[0].dtype, tf.float32)
-    finally:
-        keras.mixed_precision.set_dtype_policy(policy)
+    for name, dtype in (
+        ("mixed_float16", tf.float16),
+        ("mixed_bfloat16", tf.bfloat16),
+    ):
+        keras.mixed_precision.set_dtype_policy(name)
+        try:
+            layer = case.cls(**case.init_kwargs)
+            inputs = tf.constant(case.make_inputs())
+            with tf.GradientTape() as tape:
+                outputs = layer(inputs)
+                loss = tf.reduce_sum(tf.math.log(tf.cast(outputs, "float32")))
+            test.assertEqual(outputs.dtype, dtype)
+            test.assertTrue(np.all(np.isfinite(tf.cast(outputs, "float32"))))
+            test.assertEqual(layer.trainable_weights[0].dtype, tf.float32)
+            for gradient in tape.gradient(loss, layer.trainable_weights):
+                test.assertTrue(np.all(np.isfinite(gradient.numpy())))
+        finally:
+            keras.mixed_precision.set_dtype_policy(policy)
 
 
 CHECKS = {

@@ -142,8 +142,9 @@ class InterpolatingCoefficientTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(gradient[0], 1.0 / 21.0)
         self.assertTrue(np.all(np.isfinite(gradient.numpy())))
 
-    def test_xla_matches_eager(self):
-        beta = tf.constant(BETAS, "float32")
+    @parameterized.parameters("float32", "float64")
+    def test_xla_matches_eager(self, dtype):
+        beta = tf.constant(BETAS, dtype)
         compiled = tf.function(
             lambda b: capsule_ops.interpolating_coefficients(b, 12.5),
             jit_compile=True,
