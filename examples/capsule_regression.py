@@ -19,6 +19,7 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
+from examples import distribution
 from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
 
@@ -73,6 +74,12 @@ _OUTPUT_DIR = flags.DEFINE_string(
 )
 _FIGURES = flags.DEFINE_bool("figures", True, "Write the paper's figures.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+_STRATEGY = flags.DEFINE_enum(
+    "strategy",
+    "default",
+    list(distribution.STRATEGIES),
+    "tf.distribute engine: EM sums and SGD steps run on its replicas.",
+)
 
 
 def load_splits(name, train_size, seed=0):
@@ -201,14 +208,15 @@ def main(argv):
     start = time.time()
     splits = load_splits(_DATASET.value, _TRAIN_SIZE.value, _SEED.value)
     features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
-    if _TRAINING.value == "em":
-        errors, iterations, layer = train_em(
-            features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir
-        )
-    else:
-        errors, iterations, layer = train_sgd(
-            features, _CAPSULE_DIM.value, output_dir
-        )
+    with distribution.make_strategy(_STRATEGY.value).scope():
+        if _TRAINING.value == "em":
+            errors, iterations, layer = train_em(
+                features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir
+            )
+        else:
+            errors, iterations, layer = train_sgd(
+                features, _CAPSULE_DIM.value, output_dir
+            )
     results = {
         "dataset": _DATASET.value,
         "architecture": _ARCHITECTURE.value,

@@ -46,9 +46,17 @@ class BuildTest(tf.test.TestCase):
         text = _build_text()
         for pattern in ("examples/*.py", "bench/*.py"):
             for path in glob.glob(pattern, root_dir=_ROOT):
-                if not path.endswith("__init__.py"):
+                if path.endswith("__init__.py"):
+                    continue
+                with open(os.path.join(_ROOT, path)) as f:
+                    is_script = '__name__ == "__main__"' in f.read()
+                if is_script:
                     self.assertIn(
                         f'main = "{path}"', text, f"{path} has no py_binary"
+                    )
+                else:
+                    self.assertTrue(
+                        _covered_by(path, text), f"{path} has no target"
                     )
 
 

@@ -9,7 +9,7 @@ import tempfile
 import tensorflow as tf
 from absl.testing import flagsaver
 
-from examples import capsule_regression, results_table
+from examples import capsule_regression, distribution, results_table
 
 
 class ExamplesTest(tf.test.TestCase):
@@ -35,6 +35,7 @@ class ExamplesTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         with flagsaver.flagsaver(
             dataset="procedural_shapes",
+            strategy="mirrored",
             training="sgd",
             capsule_dim=2,
             train_size=600,
@@ -70,6 +71,17 @@ class ExamplesTest(tf.test.TestCase):
         self.assertTrue(
             os.path.exists(os.path.join(directory, "latent_space.png"))
         )
+
+
+class DistributionTest(tf.test.TestCase):
+    def test_strategies_and_bad_name(self):
+        self.assertIs(
+            distribution.make_strategy("default"), tf.distribute.get_strategy()
+        )
+        mirrored = distribution.make_strategy("mirrored")
+        self.assertGreaterEqual(mirrored.num_replicas_in_sync, 1)
+        with self.assertRaisesRegex(ValueError, "Unknown strategy 'gpu'"):
+            distribution.make_strategy("gpu")
 
 
 class ResultsTableTest(tf.test.TestCase):
