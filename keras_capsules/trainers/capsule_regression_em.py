@@ -182,8 +182,14 @@ class CapsuleRegressionEM:
         scales = posterior_scales(means, targets)
         # Eq. 26: well-classified examples keep their prior means.
         scales = tf.where((ratio <= thresholds)[..., None], 1.0, scales)
-        coefficients = scales * weights[..., None]
-        numerator = tf.einsum("bkm,bkmd,bq->kqmd", coefficients, means, z)
+        # Eq. 22's numerator sum_l E[h_i | x_l, y_l] z_l^T as one matrix
+        # product: a three-operand einsum can pick a far slower order.
+        posterior = (scales * weights[..., None])[..., None] * means
+        flat = tf.reshape(posterior, (tf.shape(posterior)[0], -1))
+        numerator = tf.transpose(
+            tf.reshape(tf.einsum("bq,bx->qx", z, flat), (-1, *means.shape[1:])),
+            (1, 0, 2, 3),
+        )  # (K, q, m, d)
         log_likelihood = tf.reduce_sum(
             weights * tf.math.log(tf.maximum(target_probability, 1e-30)), 0
         )
