@@ -7,6 +7,7 @@ Usage: python -m bench.capsule_regression [--repeats=3]
 """
 
 import json
+import os
 import platform
 import resource
 import time
@@ -45,7 +46,9 @@ def _peak_memory_mb():
 
 def _device():
     gpus = tf.config.list_physical_devices("GPU")
-    return "GPU" if gpus else f"CPU ({platform.processor() or 'unknown'})"
+    if gpus:
+        return "GPU"
+    return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
 
 
 def bench_em(n, p, d, m):

@@ -8,6 +8,8 @@ Usage: python -m bench.interpolating_coefficient
 """
 
 import json
+import os
+import platform
 import time
 
 import numpy as np
@@ -56,7 +58,11 @@ def _evaluations_per_second(s, dtype, repeats=5):
 
 def main(argv):
     del argv
-    device = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+    device = (
+        "GPU"
+        if tf.config.list_physical_devices("GPU")
+        else (f"CPU, {os.cpu_count()} cores, {platform.machine()}")
+    )
     for dtype in ("float32", "float64"):
         for s in _ORDERS:
             value_error, gradient_error = _max_relative_errors(s, dtype)
