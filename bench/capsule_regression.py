@@ -51,17 +51,23 @@ def _device():
     return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
 
 
+def _best_seconds(run):
+    """Runs once to compile, then returns the best of `--repeats` timings."""
+    run()
+    best = np.inf
+    for _ in range(_REPEATS.value):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def bench_em(n, p, d, m):
     x, y = _data(n, p, m)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(_BATCH).cache()
     trainer = trainers.CapsuleRegressionEM(m, d)
     kernel = trainer.prepare(dataset)
-    trainer.em_update(dataset, kernel, 0.0)  # Compile.
-    best = np.inf
-    for _ in range(_REPEATS.value):
-        start = time.perf_counter()
-        trainer.em_update(dataset, kernel, 0.0)
-        best = min(best, time.perf_counter() - start)
+    best = _best_seconds(lambda: trainer.em_update(dataset, kernel, 0.0))
     return {
         "name": "em_iteration",
         "n": n,
@@ -79,12 +85,9 @@ def bench_sgd(n, p, d, m, batch_size=128, steps=50):
     x, y = _data(batch_size * steps, p, m)
     model = keras.Sequential([keras.Input((p,)), CapsuleRegression(m, d)])
     model.compile("adam", "sparse_categorical_crossentropy", jit_compile=True)
-    model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0)  # Compile.
-    best = np.inf
-    for _ in range(_REPEATS.value):
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0)
-        best = min(best, time.perf_counter() - start)
+    best = _best_seconds(
+        lambda: model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0)
+    )
     return {
         "name": "sgd_step",
         "batch": batch_size,
