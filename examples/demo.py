@@ -13,7 +13,6 @@ import os
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
@@ -179,5 +178,4 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=4)
     app.run(main)
