@@ -32,8 +32,8 @@ class BuildTest(tf.test.TestCase):
         text = _build_text()
         tests = set(
             re.findall(
-                r'py_test\(\s*name = "[^"]+",\s*srcs = '
-                r'\["([^"]+)"\]',
+                # The test file is the first of the target's sources.
+                r'py_test\(\s*name = "[^"]+",\s*srcs = \[\s*"([^"]+)"',
                 text,
             )
         )

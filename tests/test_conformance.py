@@ -26,6 +26,26 @@ LAYER_CASES = [
         (5,),
         "capsule_regression_offset_centred",
     ),
+    conformance.LayerCase(
+        layers.PrimaryCapsules,
+        {"num_capsule_types": 3, "capsule_dim": 4, "kernel_size": 3},
+        (7, 7, 2),
+        "primary_capsules",
+    ),
+    conformance.LayerCase(
+        layers.DynamicRouting,
+        {"num_capsules": 3, "capsule_dim": 4},
+        (6, 5),
+        "dynamic_routing",
+    ),
+    conformance.LayerCase(
+        layers.DynamicRouting,
+        {"num_capsules": 2, "capsule_dim": 3, "share_weights": True},
+        (6, 5),
+        "dynamic_routing_shared",
+    ),
+    conformance.LayerCase(layers.CapsuleLength, {}, (4, 3), "capsule_length"),
+    conformance.LayerCase(layers.CapsuleMask, {}, (4, 3), "capsule_mask"),
 ]
 
 

@@ -1,5 +1,10 @@
 """Datasets: TFDS loaders, the built-in procedural dataset, projections."""
 
+from keras_capsules.datasets.capsnet_experiments import (
+    EXPERIMENTS,
+    experiment_info,
+    load_experiment,
+)
 from keras_capsules.datasets.procedural_shapes import (
     SHAPE_NAMES,
     load_procedural_shapes,
@@ -12,6 +17,9 @@ from keras_capsules.datasets.tfds_loaders import (
 )
 
 __all__ = [
+    "EXPERIMENTS",
+    "experiment_info",
+    "load_experiment",
     "PrincipalProjection",
     "SHAPE_NAMES",
     "load_image_arrays",

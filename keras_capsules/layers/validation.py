@@ -32,3 +32,45 @@ def feature_shape(layer, input_shape):
             "`keras.layers.Flatten()`."
         )
     return input_shape
+
+
+def capsule_shape(layer, input_shape, allow_unknown_count=False):
+    """Checks `(batch, n_in, d_in)` and returns the shape as a tuple.
+
+    Args:
+        layer: the layer, for its name in the message.
+        input_shape: the shape received by `build`.
+        allow_unknown_count: bool, whether `n_in` may be `None` (layers
+            whose weights do not depend on the input capsule).
+    """
+    input_shape = tuple(input_shape)
+    known = input_shape[2:] if allow_unknown_count else input_shape[1:]
+    if len(input_shape) != 3 or None in known:
+        count = "any n_in" if allow_unknown_count else "known n_in"
+        raise ValueError(
+            f"`{layer.name}` expects capsules of shape (batch, n_in, d_in) "
+            f"with {count} and known d_in. Received: {input_shape}. Turn "
+            "conv features into capsules with `PrimaryCapsules` first."
+        )
+    return input_shape
+
+
+def image_shape(layer, input_shape):
+    """Checks `(batch, H, W, C)` with known C and returns it as a tuple."""
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 4 or input_shape[-1] is None:
+        raise ValueError(
+            f"`{layer.name}` expects feature maps of shape (batch, H, W, C) "
+            f"with known C (channels last). Received: {input_shape}. Add a "
+            "channel axis to grey images, e.g. `images[..., None]`."
+        )
+    return input_shape
+
+
+def check_option(layer, name, value, options):
+    """Raises a ValueError unless `value` is one of `options`."""
+    if value not in options:
+        raise ValueError(
+            f"`{type(layer).__name__}` expects `{name}` to be one of "
+            f"{options}. Received: {name}={value!r}."
+        )

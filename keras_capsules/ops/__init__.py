@@ -4,17 +4,21 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
+from keras_capsules.ops.dynamic_routing import dynamic_routing
 from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficient,
     interpolating_coefficients,
 )
+from keras_capsules.ops.margin_loss import margin_loss
 from keras_capsules.ops.squash import safe_norm, squash
 
 __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
+    "dynamic_routing",
     "interpolating_coefficient",
     "interpolating_coefficients",
+    "margin_loss",
     "safe_norm",
     "squash",
 ]

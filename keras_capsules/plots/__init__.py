@@ -5,10 +5,18 @@ from keras_capsules.plots.latent_space import (
     squashed_latents,
 )
 from keras_capsules.plots.prototypes import plot_prototypes, prototype_indices
+from keras_capsules.plots.reconstructions import (
+    perturbation_grid,
+    plot_capsule_perturbations,
+    plot_reconstructions,
+)
 
 __all__ = [
+    "perturbation_grid",
+    "plot_capsule_perturbations",
     "plot_latent_space",
     "plot_prototypes",
+    "plot_reconstructions",
     "prototype_indices",
     "squashed_latents",
 ]

@@ -59,6 +59,7 @@ class ExamplesTest(tf.test.TestCase):
                 "--train_size=300",
                 "--max_iterations=3",
                 "--epochs=1",
+                "--capsnet_epochs=1",
             ],
             capture_output=True,
             text=True,
@@ -67,10 +68,9 @@ class ExamplesTest(tf.test.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("Test error on the procedural shapes", result.stdout)
         with open(os.path.join(directory, "results.json")) as f:
-            self.assertLen(json.load(f), 5)
-        self.assertTrue(
-            os.path.exists(os.path.join(directory, "latent_space.png"))
-        )
+            self.assertLen(json.load(f), 6)
+        for name in ("latent_space.png", "capsnet_reconstructions.png"):
+            self.assertTrue(os.path.exists(os.path.join(directory, name)))
 
 
 class DistributionTest(tf.test.TestCase):

@@ -1,0 +1,151 @@
+"""Benchmarks dynamic routing: the layer at CapsNet's shape and CapsNet's
+training step, forward plus backward, eager, graph and XLA.
+
+Prints one JSON object per measurement. Each measurement runs in its own
+subprocess, so that its peak memory (resident set on CPU, allocator peak
+on GPU) is its own; `peak_memory_mb` is that peak less the process's
+memory just before the measured work. Measures; never asserts.
+
+Usage: python -m bench.dynamic_routing [--repeats=3] [--batch_size=128]
+"""
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+from absl import app, flags
+
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 128, "Examples per step.")
+_CASE = flags.DEFINE_string(
+    "case", None, "Run one measurement (`target:mode`) in this process."
+)
+
+# CapsNet's DigitCaps: 1152 primary capsules of 8-D -> 10 of 16-D.
+_INPUTS, _INPUT_DIM, _OUTPUTS, _OUTPUT_DIM = 1152, 8, 10, 16
+_CASES = [
+    f"{target}:{mode}"
+    for target in ("layer", "capsnet")
+    for mode in ("eager", "graph", "xla")
+]
+
+
+def _device():
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        return tf.config.experimental.get_device_details(gpus[0]).get(
+            "device_name", "GPU"
+        )
+    return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
+
+
+def _memory_mb():
+    """Allocator peak on GPU, else the process's peak resident set."""
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _best_seconds(run):
+    """Runs once to trace and compile, then returns the best timing."""
+    run()
+    best = np.inf
+    for _ in range(_REPEATS.value):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _step_function(target, mode, batch):
+    """Returns a no-argument function running one forward+backward pass."""
+    import keras
+    import tensorflow as tf
+
+    from keras_capsules import layers, models
+
+    rng = np.random.default_rng(0)
+    if target == "layer":
+        layer = layers.DynamicRouting(_OUTPUTS, _OUTPUT_DIM)
+        inputs = tf.constant(
+            rng.uniform(-0.3, 0.3, (batch, _INPUTS, _INPUT_DIM)), tf.float32
+        )
+        layer(inputs[:1])
+
+        def step():
+            with tf.GradientTape() as tape:
+                tape.watch(inputs)
+                loss = tf.reduce_sum(tf.square(layer(inputs)))
+            return tape.gradient(loss, [inputs, layer.kernel])
+
+        if mode != "eager":
+            step = tf.function(step, jit_compile=mode == "xla")
+        shape = [batch, _INPUTS, _INPUT_DIM, _OUTPUTS, _OUTPUT_DIM]
+        return lambda: [g.numpy() for g in step()], shape
+    model = models.capsnet((28, 28, 1), 10)
+    model.compile(
+        optimizer="adam",
+        run_eagerly=mode == "eager",
+        jit_compile=mode == "xla",
+    )
+    images = rng.uniform(size=(batch, 28, 28, 1)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    keras.utils.set_random_seed(0)
+    return lambda: model.train_on_batch(images, labels), [batch, 28, 28, 1]
+
+
+def run_case(case):
+    target, mode = case.split(":")
+    batch = _BATCH_SIZE.value
+    step, shape = _step_function(target, mode, batch)
+    before = _memory_mb()
+    seconds = _best_seconds(step)
+    return {
+        "name": f"dynamic_routing_{target}_forward_backward",
+        "mode": mode,
+        "shape": shape,
+        "batch_size": batch,
+        "seconds_per_step": round(seconds, 4),
+        "examples_per_second": round(batch / seconds, 1),
+        "peak_memory_mb": round(_memory_mb() - before),
+        "device": _device(),
+    }
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _CASE.value:
+        print(json.dumps(run_case(_CASE.value)), flush=True)
+        return
+    for case in _CASES:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bench.dynamic_routing",
+                f"--case={case}",
+                f"--repeats={_REPEATS.value}",
+                f"--batch_size={_BATCH_SIZE.value}",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line]
+        if result.returncode or not lines:
+            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
+        else:
+            print(lines[-1], flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,112 @@
+"""Convolutional capsules from feature maps (Sabour et al. 2017, sec. 4)."""
+
+import keras
+from keras import ops
+
+from keras_capsules.layers import validation
+from keras_capsules.ops.squash import squash
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class PrimaryCapsules(keras.layers.Layer):
+    """A convolution whose output channels are grouped into squashed capsules.
+
+    CapsNet's PrimaryCaps: a convolution to `num_capsule_types * capsule_dim`
+    channels; at each position each group of `capsule_dim` consecutive
+    channels is one capsule, squashed (eq. 1). The capsule grid is flattened
+    to `n = H' * W' * num_capsule_types` capsules (ordered by row, column,
+    type), so the image size may vary when the next layer allows it.
+
+    Args:
+        num_capsule_types: int, capsule types per position (the paper: 32).
+        capsule_dim: int, size of each capsule (the paper: 8).
+        kernel_size: int or pair, the convolution window. Defaults to `9`.
+        strides: int or pair. Defaults to `2`.
+        padding: `"valid"` or `"same"`. Defaults to `"valid"`.
+        kernel_initializer: initializer of the convolution kernel.
+        kernel_regularizer: optional regularizer of the convolution kernel.
+        **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+
+    Call arguments:
+        inputs: `(batch, H, W, C)` feature maps.
+
+    Returns:
+        `(batch, n, capsule_dim)` capsules, each of length < 1.
+
+    Example:
+
+    >>> layer = PrimaryCapsules(num_capsule_types=32, capsule_dim=8)
+    >>> layer(np.zeros((2, 20, 20, 256))).shape
+    TensorShape([2, 1152, 8])
+    """
+
+    def __init__(
+        self,
+        num_capsule_types,
+        capsule_dim,
+        kernel_size=9,
+        strides=2,
+        padding="valid",
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_capsule_types = num_capsule_types
+        self.capsule_dim = capsule_dim
+        validation.check_positive_ints(
+            self, ["num_capsule_types", "capsule_dim"]
+        )
+        validation.check_option(self, "padding", padding, ("valid", "same"))
+        self.kernel_size = kernel_size
+        self.strides = strides
+        self.padding = padding
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.convolution = keras.layers.Conv2D(
+            num_capsule_types * capsule_dim,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            kernel_initializer=self.kernel_initializer,
+            kernel_regularizer=self.kernel_regularizer,
+            dtype=self.dtype_policy,
+            name="convolution",
+        )
+
+    def build(self, input_shape):
+        validation.image_shape(self, input_shape)
+        self.convolution.build(input_shape)
+
+    def call(self, inputs):
+        features = self.convolution(inputs)  # (b, H', W', types * dim)
+        capsules = ops.reshape(
+            features, (ops.shape(features)[0], -1, self.capsule_dim)
+        )
+        # Squash in float32: |s|^2 overflows float16 above 256.
+        return ops.cast(
+            squash(ops.cast(capsules, "float32")), self.compute_dtype
+        )
+
+    def compute_output_shape(self, input_shape):
+        _, height, width, _ = self.convolution.compute_output_shape(input_shape)
+        count = None
+        if height is not None and width is not None:
+            count = height * width * self.num_capsule_types
+        return (input_shape[0], count, self.capsule_dim)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_capsule_types": self.num_capsule_types,
+            "capsule_dim": self.capsule_dim,
+            "kernel_size": self.kernel_size,
+            "strides": self.strides,
+            "padding": self.padding,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+            "kernel_regularizer": keras.regularizers.serialize(
+                self.kernel_regularizer
+            ),
+        }

@@ -1,0 +1,75 @@
+"""`MarginLoss`: Keras loss around `ops.margin_loss` (Sabour et al. eq. 4)."""
+
+import keras
+from keras import ops
+
+from keras_capsules.ops.margin_loss import margin_loss
+
+
+def class_targets(labels, num_classes):
+    """Class ids `(batch,)` or `(batch, 1)`, or one-hot / multi-hot
+    `(batch, num_classes)`, as float targets `(batch, num_classes)`."""
+    labels = ops.convert_to_tensor(labels)
+    if labels.ndim == 2 and labels.shape[-1] == num_classes != 1:
+        return ops.cast(labels, "float32")
+    if labels.ndim == 2 and labels.shape[-1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(
+            "Expected labels as class ids (batch,) or one-hot / multi-hot "
+            f"(batch, {num_classes}). Received shape {tuple(labels.shape)}."
+        )
+    return ops.one_hot(ops.cast(labels, "int32"), num_classes)
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class MarginLoss(keras.losses.Loss):
+    """CapsNet's margin loss on capsule lengths (Sabour et al., eq. 4).
+
+    `y_true` holds class ids `(batch,)` or one-hot / multi-hot
+    `(batch, n)` targets (several present classes, as in MultiMNIST);
+    `y_pred` holds the capsule lengths `(batch, n)`. Each example's loss is
+    summed over classes; `reduction` then averages over the batch.
+
+    Args:
+        positive_margin: float `m+`, the length a present class should
+            exceed. Defaults to `0.9`.
+        negative_margin: float `m-`, the length an absent class should stay
+            below. Defaults to `0.1`.
+        negative_weight: float `lambda`, the weight of absent classes.
+            Defaults to `0.5`.
+        reduction, name, dtype: as for any `keras.losses.Loss`.
+    """
+
+    def __init__(
+        self,
+        positive_margin=0.9,
+        negative_margin=0.1,
+        negative_weight=0.5,
+        reduction="sum_over_batch_size",
+        name="margin_loss",
+        dtype=None,
+    ):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.positive_margin = float(positive_margin)
+        self.negative_margin = float(negative_margin)
+        self.negative_weight = float(negative_weight)
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.cast(y_pred, "float32")
+        targets = class_targets(y_true, y_pred.shape[-1])
+        return margin_loss(
+            targets,
+            y_pred,
+            self.positive_margin,
+            self.negative_margin,
+            self.negative_weight,
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "positive_margin": self.positive_margin,
+            "negative_margin": self.negative_margin,
+            "negative_weight": self.negative_weight,
+        }

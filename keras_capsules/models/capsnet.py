@@ -1,0 +1,247 @@
+"""CapsNet: convolution, primary capsules, routed class capsules and a
+reconstruction decoder (Sabour, Frosst, Hinton 2017, sec. 4)."""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_capsules import layers
+from keras_capsules.losses import MarginLoss, ReconstructionLoss
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class CapsNet(keras.Model):
+    """The paper's CapsNet for any image shape and number of classes.
+
+    Conv (ReLU) -> `PrimaryCapsules` -> `DynamicRouting` class capsules ->
+    `CapsuleLength` (the model's output: one score in [0, 1) per class).
+    While training, a decoder (fully connected ReLU layers, then a sigmoid
+    layer of the image's size) reconstructs the input from the true class's
+    capsule (`CapsuleMask`), and `reconstruction_weight` times the summed
+    squared pixel error joins the compiled loss (the margin loss unless
+    another is given). Evaluation decodes the longest capsule.
+
+    `predict` and `__call__` return the class-capsule lengths; `encode`
+    returns the class capsules and `reconstruct` decodes them.
+
+    Args:
+        image_shape: `(H, W, C)` of the input images, values in [0, 1].
+        num_classes: int, class capsules.
+        conv_filters, conv_kernel_size: the first convolution (256, 9).
+        primary_capsule_types, primary_capsule_dim, primary_kernel_size,
+        primary_strides: `PrimaryCapsules` (32, 8, 9, 2).
+        capsule_dim: int, size of each class capsule (16).
+        num_iterations: int, routing iterations (3).
+        decoder_units: hidden layer sizes of the decoder ((512, 1024)).
+        reconstruction_weight: float, the reconstruction loss's weight
+            (0.0005); 0 trains without the decoder's loss.
+        **kwargs: base model arguments (`name`).
+    """
+
+    def __init__(
+        self,
+        image_shape,
+        num_classes,
+        conv_filters=256,
+        conv_kernel_size=9,
+        primary_capsule_types=32,
+        primary_capsule_dim=8,
+        primary_kernel_size=9,
+        primary_strides=2,
+        capsule_dim=16,
+        num_iterations=3,
+        decoder_units=(512, 1024),
+        reconstruction_weight=0.0005,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        image_shape = tuple(int(size) for size in image_shape)
+        if len(image_shape) != 3:
+            raise ValueError(
+                "`CapsNet` expects `image_shape` as (height, width, "
+                f"channels). Received: image_shape={image_shape}."
+            )
+        self.image_shape = image_shape
+        self.num_classes = num_classes
+        self.conv_filters = conv_filters
+        self.conv_kernel_size = conv_kernel_size
+        self.primary_capsule_types = primary_capsule_types
+        self.primary_capsule_dim = primary_capsule_dim
+        self.primary_kernel_size = primary_kernel_size
+        self.primary_strides = primary_strides
+        self.capsule_dim = capsule_dim
+        self.num_iterations = num_iterations
+        self.decoder_units = tuple(int(units) for units in decoder_units)
+        self.reconstruction_weight = float(reconstruction_weight)
+        self.convolution = keras.layers.Conv2D(
+            conv_filters, conv_kernel_size, activation="relu", name="conv1"
+        )
+        self.primary_capsules = layers.PrimaryCapsules(
+            primary_capsule_types,
+            primary_capsule_dim,
+            kernel_size=primary_kernel_size,
+            strides=primary_strides,
+            name="primary_capsules",
+        )
+        self.class_capsules = layers.DynamicRouting(
+            num_classes,
+            capsule_dim,
+            num_iterations=num_iterations,
+            name="class_capsules",
+        )
+        self.capsule_length = layers.CapsuleLength(name="capsule_length")
+        self.capsule_mask = layers.CapsuleMask(name="capsule_mask")
+        self.decoder = keras.Sequential(
+            [
+                keras.layers.Flatten(),
+                *[
+                    keras.layers.Dense(units, activation="relu")
+                    for units in self.decoder_units
+                ],
+                keras.layers.Dense(math.prod(image_shape)),
+                # The sigmoid in float32: mixed precision keeps pixels exact.
+                keras.layers.Activation("sigmoid", dtype="float32"),
+                keras.layers.Reshape(image_shape),
+            ],
+            name="decoder",
+        )
+        self.reconstruction_loss = ReconstructionLoss()
+        self.reconstruction_tracker = keras.metrics.Mean(
+            name="reconstruction_loss"
+        )
+
+    def build(self, input_shape):
+        shape = tuple(input_shape)
+        for layer in (
+            self.convolution,
+            self.primary_capsules,
+            self.class_capsules,
+        ):
+            layer.build(shape)
+            shape = layer.compute_output_shape(shape)
+        self.capsule_length.build(shape)
+        self.capsule_mask.build(shape)
+        self.decoder.build(shape)
+
+    def encode(self, images, training=None):
+        """Returns the class capsules `(batch, num_classes, capsule_dim)`."""
+        features = self.convolution(images)
+        primary = self.primary_capsules(features)
+        return self.class_capsules(primary, training=training)
+
+    def reconstruct(self, capsules, labels=None):
+        """Decodes the capsules of `labels` (ids or multi-hot), or of the
+        longest capsule if `labels` is None, to `(batch, *image_shape)`."""
+        if labels is None:
+            return self.decoder(self.capsule_mask(capsules))
+        labels = ops.convert_to_tensor(labels)
+        # training=True makes the mask keep the labelled capsules.
+        return self.decoder(
+            self.capsule_mask([capsules, labels], training=True)
+        )
+
+    def call(self, images, training=None):
+        return self.capsule_length(self.encode(images, training=training))
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        """As `keras.Model.compile`; the loss defaults to `MarginLoss()`."""
+        super().compile(
+            optimizer=optimizer, loss=loss or MarginLoss(), **kwargs
+        )
+
+    def compile_from_config(self, config):
+        """Recompiles a loaded model as it was saved (with `compile` above)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _step(self, images, labels, sample_weight, training):
+        capsules = self.encode(images, training=training)
+        lengths = self.capsule_length(capsules)
+        mask_input = [capsules, labels] if training else capsules
+        reconstruction = self.decoder(
+            self.capsule_mask(mask_input, training=training)
+        )
+        classification_loss = self.compute_loss(
+            images, labels, lengths, sample_weight, training=training
+        )
+        reconstruction_loss = self.reconstruction_loss(
+            images, reconstruction, sample_weight
+        )
+        loss = classification_loss + (
+            self.reconstruction_weight * reconstruction_loss
+        )
+        return lengths, loss, reconstruction_loss
+
+    def train_step(self, data):
+        images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            data
+        )
+        with tf.GradientTape() as tape:
+            lengths, loss, reconstruction_loss = self._step(
+                images, labels, sample_weight, training=True
+            )
+            scaled_loss = self.optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled_loss, self.trainable_weights)
+        self.optimizer.apply(gradients, self.trainable_weights)
+        return self._update_metrics(
+            images, labels, lengths, loss, reconstruction_loss, sample_weight
+        )
+
+    def test_step(self, data):
+        images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            data
+        )
+        lengths, loss, reconstruction_loss = self._step(
+            images, labels, sample_weight, training=False
+        )
+        return self._update_metrics(
+            images, labels, lengths, loss, reconstruction_loss, sample_weight
+        )
+
+    def _update_metrics(
+        self, images, labels, lengths, loss, reconstruction_loss, weight
+    ):
+        # Losses are divided by the number of replicas for the gradient sum;
+        # the trackers report the per-example value.
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+        batch_size = tf.shape(images)[0]
+        self._loss_tracker.update_state(loss * replicas, batch_size)
+        self.reconstruction_tracker.update_state(
+            reconstruction_loss * replicas, batch_size
+        )
+        return self.compute_metrics(images, labels, lengths, weight)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "image_shape": self.image_shape,
+            "num_classes": self.num_classes,
+            "conv_filters": self.conv_filters,
+            "conv_kernel_size": self.conv_kernel_size,
+            "primary_capsule_types": self.primary_capsule_types,
+            "primary_capsule_dim": self.primary_capsule_dim,
+            "primary_kernel_size": self.primary_kernel_size,
+            "primary_strides": self.primary_strides,
+            "capsule_dim": self.capsule_dim,
+            "num_iterations": self.num_iterations,
+            "decoder_units": self.decoder_units,
+            "reconstruction_weight": self.reconstruction_weight,
+        }
+
+
+def capsnet(image_shape=(28, 28, 1), num_classes=10, **kwargs):
+    """Returns a built `CapsNet`; keyword arguments as for `CapsNet`.
+
+    Example:
+
+    >>> model = capsnet((28, 28, 1), 10)
+    >>> model.compile(optimizer="adam", metrics=["accuracy"])
+    >>> model(np.zeros((2, 28, 28, 1))).shape
+    TensorShape([2, 10])
+    """
+    model = CapsNet(image_shape, num_classes, **kwargs)
+    model.build((None, *model.image_shape))
+    return model

@@ -1,0 +1,76 @@
+"""Routing by agreement (Sabour, Frosst, Hinton 2017, Procedure 1)."""
+
+from keras import ops
+
+from keras_capsules.ops.squash import squash
+
+
+def dynamic_routing(votes, num_iterations=3, mask=None):
+    """Routes votes to output capsules by agreement (Sabour et al., Proc. 1).
+
+    ```none
+    paper        code            shape
+    u_hat[j|i]   votes           (batch, n_in, n_out, d_out)
+    b[i, j]      routing_logits  (batch, n_in, n_out)
+    c[i, j]      coupling        softmax of b[i, :] over j (eq. 3)
+    s[j]         total_input     sum_i c[i, j] u_hat[j|i] (eq. 2)
+    v[j]         capsules        squash(s[j]) (eq. 1)
+    ```
+
+    Each call starts from `b = 0` for every example (logits are never
+    carried between examples or batches), and each iteration adds the
+    agreement `u_hat[j|i] . v[j]` to `b[i, j]`. The last iteration's update
+    is skipped, as it changes no output. A masked input capsule
+    (`mask[b, i]` False) has coupling 0 to every output, so it changes no
+    output capsule; if every input is masked the capsules are 0.
+
+    Args:
+        votes: float `(batch, n_in, n_out, d_out)`.
+        num_iterations: int >= 1, the paper's `r`. Defaults to 3.
+        mask: optional bool `(batch, n_in)`, True for the input capsules
+            that take part.
+
+    Returns:
+        `(batch, n_out, d_out)` output capsules `v`, each of length < 1.
+    """
+    votes = ops.convert_to_tensor(votes)
+    if votes.ndim != 4:
+        raise ValueError(
+            "`dynamic_routing` expects votes of shape (batch, n_in, n_out, "
+            f"d_out). Received shape {tuple(votes.shape)}."
+        )
+    if (
+        isinstance(num_iterations, bool)
+        or not isinstance(num_iterations, int)
+        or num_iterations < 1
+    ):
+        raise ValueError(
+            "`dynamic_routing` expects `num_iterations` to be an int >= 1. "
+            f"Received: {num_iterations!r}."
+        )
+    # Route with votes laid out (b, j, i, h): eqs. 2 and the agreement are
+    # then batched matrix-vector products over contiguous memory (2-3x
+    # faster under XLA than sums over the input axis of (b, i, j, h)).
+    votes = ops.transpose(votes, (0, 2, 1, 3))  # (b, j, i, h)
+    weight = None  # (b, 1, i): 1 for inputs that take part, else 0.
+    if mask is not None:
+        weight = ops.cast(mask, votes.dtype)[:, None, :]
+    num_outputs = votes.shape[1]
+    # First iteration: b = 0, so c[i, j] = 1 / n_out for every pair.
+    coupling = ops.full_like(votes[..., 0], 1.0 / num_outputs)  # (b, j, i)
+    routing_logits = None
+    for iteration in range(num_iterations):
+        if iteration > 0:
+            coupling = ops.softmax(routing_logits, axis=1)  # Eq. 3, over j.
+        if weight is not None:
+            coupling = coupling * weight
+        total_input = ops.matmul(coupling[:, :, None, :], votes)  # Eq. 2.
+        capsules = squash(total_input[:, :, 0, :])  # Eq. 1, (b, j, h).
+        if iteration + 1 < num_iterations:
+            agreement = ops.matmul(votes, capsules[..., None])[..., 0]
+            routing_logits = (
+                agreement
+                if routing_logits is None
+                else routing_logits + agreement
+            )  # (b, j, i)
+    return capsules

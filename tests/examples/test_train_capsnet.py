@@ -1,0 +1,130 @@
+"""The CapsNet example: training, resuming, exporting and serving.
+
+Each run is a subprocess: the example's flags share names with the other
+examples' flags, and serving must work in a fresh process.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_capsules  # noqa: F401  (registers the saved classes)
+
+_SMALL_FLAGS = [
+    "--dataset=procedural_shapes",
+    "--train_size=256",
+    "--test_size=64",
+    "--batch_size=32",
+    "--conv_filters=16",
+    "--primary_capsule_types=4",
+    "--decoder_units=32",
+]
+
+
+def run_python(*args, code=None):
+    command = [sys.executable]
+    command += ["-c", textwrap.dedent(code)] if code else list(args)
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600
+    )
+    if result.returncode != 0:
+        raise AssertionError(result.stderr[-3000:])
+    return result.stdout
+
+
+class TrainCapsNetTest(tf.test.TestCase):
+    def test_exported_model_serves_the_keras_outputs_in_a_fresh_process(self):
+        directory = tempfile.mkdtemp()
+        export_dir = os.path.join(directory, "export")
+        run_python(
+            "-m",
+            "examples.train_capsnet",
+            *_SMALL_FLAGS,
+            "--epochs=1",
+            f"--model_dir={directory}",
+            f"--export_dir={export_dir}",
+        )
+        with open(os.path.join(directory, "results.json")) as f:
+            results = json.load(f)
+        self.assertIn("test_novel_error", results)
+        for name in ("reconstructions.png", "perturbations.png", "logs"):
+            self.assertTrue(os.path.exists(os.path.join(directory, name)))
+        batch = np.random.default_rng(0).uniform(size=(5, 28, 28, 1))
+        batch_path = os.path.join(directory, "batch.npy")
+        np.save(batch_path, batch.astype(np.float32))
+        served_path = os.path.join(directory, "served.npz")
+        run_python(
+            code=f"""
+            import numpy as np, tensorflow as tf
+            served = tf.saved_model.load({export_dir!r})
+            outputs = served.serve(tf.constant(np.load({batch_path!r})))
+            arrays = {{name: value.numpy() for name, value in outputs.items()}}
+            np.savez({served_path!r}, **arrays)
+            """
+        )
+        served = np.load(served_path)
+        model = keras.models.load_model(
+            os.path.join(directory, "capsnet.keras")
+        )
+        capsules = model.encode(batch.astype(np.float32))
+        lengths = model(batch.astype(np.float32))
+        self.assertEqual(served["capsules"].shape, (5, 10, 16))
+        self.assertAllClose(served["capsules"], capsules, atol=1e-6)
+        self.assertAllClose(served["probabilities"], lengths, atol=1e-6)
+
+    def test_interrupted_run_resumes_from_its_backup(self):
+        directory = tempfile.mkdtemp()
+        flags = _SMALL_FLAGS + [
+            "--epochs=2",
+            "--backup_steps=2",
+            "--figures=false",
+        ]
+        run_python(
+            code=f"""
+            import keras, os, sys
+            from absl import flags
+            from examples import train_capsnet
+
+            class Interrupt(keras.callbacks.Callback):
+                def on_train_batch_end(self, batch, logs=None):
+                    if self.params and batch == 4 and self.epoch == 1:
+                        raise KeyboardInterrupt
+                def on_epoch_begin(self, epoch, logs=None):
+                    self.epoch = epoch
+
+            make_callbacks = train_capsnet.make_callbacks
+            train_capsnet.make_callbacks = lambda path: (
+                make_callbacks(path) + [Interrupt()]
+            )
+            flags.FLAGS(["prog", *{flags!r}, "--model_dir={directory}"])
+            try:
+                train_capsnet.main(["prog"])
+            except KeyboardInterrupt:
+                pass
+            backup = os.path.join({directory!r}, "backup")
+            assert os.listdir(backup), "no backup written"
+            """
+        )
+        with open(
+            os.path.join(directory, "backup", "training_metadata.json")
+        ) as f:
+            self.assertEqual(json.load(f)["epoch"], 1)
+        run_python(
+            "-m", "examples.train_capsnet", *flags, f"--model_dir={directory}"
+        )
+        with open(os.path.join(directory, "results.json")) as f:
+            results = json.load(f)
+        # Only the second epoch ran after the restart.
+        self.assertLen(results["history"]["loss"], 1)
+        self.assertFalse(os.path.exists(os.path.join(directory, "backup")))
+
+
+if __name__ == "__main__":
+    tf.test.main()

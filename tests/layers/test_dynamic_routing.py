@@ -1,0 +1,174 @@
+"""DynamicRouting: votes, masks, shared weights and argument checks."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import layers
+from tests.ops.test_dynamic_routing import routing_reference
+
+
+def votes_reference(inputs, kernel, shared):
+    """u_hat[j|i] = W_ij u_i by loops over (i, j)."""
+    batch, n_in, _ = inputs.shape
+    n_out, d_out = kernel.shape[-3], kernel.shape[-1]
+    votes = np.zeros((batch, n_in, n_out, d_out))
+    for i in range(n_in):
+        for j in range(n_out):
+            weights = kernel[j] if shared else kernel[i, j]
+            votes[:, i, j] = inputs[:, i] @ weights
+    return votes
+
+
+class DynamicRoutingLayerTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(("per_pair", False), ("shared", True))
+    def test_matches_reference(self, shared):
+        inputs = (
+            np.random.default_rng(0).normal(size=(3, 5, 4)).astype("float32")
+        )
+        layer = layers.DynamicRouting(
+            3, 6, num_iterations=2, share_weights=shared
+        )
+        outputs = layer(inputs)
+        votes = votes_reference(inputs, layer.kernel.numpy(), shared)
+        self.assertAllClose(layer.votes(inputs), votes, atol=1e-5)
+        expected = [routing_reference(v, 2) for v in votes]
+        self.assertAllClose(outputs, expected, atol=1e-4)
+
+    def test_shared_weights_accept_any_number_of_inputs(self):
+        layer = layers.DynamicRouting(2, 3, share_weights=True)
+        inputs = keras.Input((None, 4))
+        model = keras.Model(inputs, layer(inputs))
+        rng = np.random.default_rng(1)
+        for count in (1, 7, 30):
+            x = rng.normal(size=(2, count, 4)).astype("float32")
+            self.assertEqual(model(x).shape, (2, 2, 3))
+
+    def test_keras_mask_drops_padded_inputs(self):
+        rng = np.random.default_rng(2)
+        x = rng.normal(size=(2, 5, 4)).astype("float32")
+        x[0, 3:] = 0.0  # Padding, hidden by the Masking layer.
+        inputs = keras.Input((None, 4))
+        routing = layers.DynamicRouting(2, 3, share_weights=True)
+        outputs = routing(keras.layers.Masking(0.0)(inputs))
+        model = keras.Model(inputs, outputs)
+        padded = model(x)
+        self.assertAllClose(padded[0], routing(x[:1, :3])[0], atol=1e-6)
+        self.assertAllClose(padded[1], routing(x[1:])[0], atol=1e-6)
+
+    def test_mask_argument(self):
+        rng = np.random.default_rng(3)
+        x = rng.normal(size=(2, 6, 4)).astype("float32")
+        mask = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 1, 0, 1, 1]], bool)
+        layer = layers.DynamicRouting(2, 3)
+        masked = layer(x, mask=mask)
+        garbage = np.where(mask[..., None], x, 100.0).astype("float32")
+        self.assertAllClose(layer(garbage, mask=mask), masked, atol=1e-6)
+
+    def test_rejects_bad_arguments_and_shapes(self):
+        with self.assertRaisesRegex(
+            ValueError, "num_capsules.*Received: num_capsules=0"
+        ):
+            layers.DynamicRouting(0, 4)
+        with self.assertRaisesRegex(ValueError, "num_iterations"):
+            layers.DynamicRouting(2, 4, num_iterations=1.5)
+        with self.assertRaisesRegex(ValueError, r"known n_in.*PrimaryCapsules"):
+            layers.DynamicRouting(2, 4).build((None, None, 8))
+        with self.assertRaisesRegex(ValueError, r"\(batch, n_in, d_in\)"):
+            layers.DynamicRouting(2, 4).build((None, 8))
+
+    def test_gradients_reach_the_kernel(self):
+        layer = layers.DynamicRouting(3, 4)
+        x = np.random.default_rng(4).normal(size=(2, 5, 3)).astype("float32")
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x) ** 2)
+        gradient = tape.gradient(loss, layer.kernel)
+        self.assertGreater(float(tf.reduce_max(tf.abs(gradient))), 0.0)
+
+
+class PrimaryCapsulesTest(tf.test.TestCase):
+    def test_groups_channels_into_squashed_capsules(self):
+        x = np.random.default_rng(0).normal(size=(2, 9, 9, 3)).astype("float32")
+        layer = layers.PrimaryCapsules(4, 5, kernel_size=3, strides=2)
+        capsules = layer(x)
+        features = layer.convolution(x).numpy()  # (2, 4, 4, 20)
+        self.assertEqual(capsules.shape, (2, 4 * 4 * 4, 5))
+        vectors = features.reshape(2, 4, 4, 4, 5)[0, 1, 2, 3]
+        norm = np.linalg.norm(vectors)
+        expected = norm**2 / (1 + norm**2) * vectors / norm
+        index = (1 * 4 + 2) * 4 + 3  # row, column, type.
+        self.assertAllClose(capsules[0, index], expected, atol=1e-5)
+        self.assertLess(float(tf.reduce_max(tf.norm(capsules, axis=-1))), 1.0)
+
+    def test_capsnet_shape(self):
+        layer = layers.PrimaryCapsules(32, 8)
+        self.assertEqual(
+            layer.compute_output_shape((None, 20, 20, 256)), (None, 1152, 8)
+        )
+        self.assertEqual(
+            layer.compute_output_shape((None, None, 20, 256)), (None, None, 8)
+        )
+
+    def test_rejects_bad_input(self):
+        with self.assertRaisesRegex(ValueError, r"\(batch, H, W, C\).*channel"):
+            layers.PrimaryCapsules(2, 3).build((None, 28, 28))
+        with self.assertRaisesRegex(
+            ValueError, "padding.*Received: padding='full'"
+        ):
+            layers.PrimaryCapsules(2, 3, padding="full")
+
+
+class CapsuleLengthTest(tf.test.TestCase):
+    def test_lengths(self):
+        x = np.array([[[3.0, 4.0], [0.0, 0.0]]], "float32")
+        self.assertAllClose(layers.CapsuleLength()(x), [[5.0, 0.0]], atol=1e-5)
+
+
+class CapsuleMaskTest(tf.test.TestCase):
+    def setUp(self):
+        self.capsules = np.array(
+            [
+                [[0.1, 0.0], [0.5, 0.5], [0.2, 0.0]],
+                [[0.9, 0.0], [0.0, 0.1], [0.0, 0.2]],
+            ],
+            "float32",
+        )
+
+    def keep(self, rows):
+        kept = np.zeros_like(self.capsules)
+        for k, row in enumerate(rows):
+            kept[k, row] = self.capsules[k, row]
+        return kept
+
+    def test_keeps_longest_without_labels_or_when_not_training(self):
+        mask = layers.CapsuleMask()
+        self.assertAllClose(mask(self.capsules), self.keep([1, 0]))
+        labels = np.array([2, 2])
+        self.assertAllClose(
+            mask([self.capsules, labels], training=False), self.keep([1, 0])
+        )
+
+    def test_keeps_labelled_capsules_while_training(self):
+        mask = layers.CapsuleMask()
+        self.assertAllClose(
+            mask([self.capsules, np.array([2, 1])], training=True),
+            self.keep([2, 1]),
+        )
+        two_hot = np.array([[1, 0, 1], [0, 1, 1]], "float32")
+        expected = self.capsules * two_hot[..., None]
+        self.assertAllClose(
+            mask([self.capsules, two_hot], training=True), expected
+        )
+
+    def test_always_use_labels(self):
+        mask = layers.CapsuleMask(always_use_labels=True)
+        self.assertAllClose(
+            mask([self.capsules, np.array([0, 2])]), self.keep([0, 2])
+        )
+        restored = layers.CapsuleMask.from_config(mask.get_config())
+        self.assertTrue(restored.always_use_labels)
+
+
+if __name__ == "__main__":
+    tf.test.main()
