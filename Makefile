@@ -30,6 +30,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench.capsule_regression
+	$(VENV)/bin/python -m bench.interpolating_coefficient
+	$(VENV)/bin/python -m bench.dynamic_routing
 
 clean:
 	rm -rf $(VENV) demo_output

@@ -99,8 +99,8 @@ _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
 
 def build_model(image_shape, num_classes):
-    """The CapsNet the flags describe, compiled with Adam and XLA."""
-    model = models.capsnet(
+    """The CapsNet the flags describe (not yet compiled)."""
+    return models.capsnet(
         image_shape,
         num_classes,
         conv_filters=_CONV_FILTERS.value,
@@ -109,10 +109,11 @@ def build_model(image_shape, num_classes):
         decoder_units=[int(units) for units in _DECODER_UNITS.value],
         reconstruction_weight=_RECONSTRUCTION_WEIGHT.value,
     )
-    return model
 
 
 def compile_model(model, steps_per_epoch, multi_label):
+    """Adam with the rate decaying per epoch; margin loss; accuracy (both
+    digits right, for MultiMNIST)."""
     learning_rate = keras.optimizers.schedules.ExponentialDecay(
         _LEARNING_RATE.value,
         decay_steps=steps_per_epoch,
@@ -243,6 +244,7 @@ def main(argv):
         epochs=_EPOCHS.value,
         validation_data=tests["test"],
         callbacks=make_callbacks(model_dir),
+        shuffle=False,  # The pipeline shuffles.
     )
     seconds = time.time() - start
     results = {

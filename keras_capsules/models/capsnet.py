@@ -205,7 +205,8 @@ class CapsNet(keras.Model):
         self, images, labels, lengths, loss, reconstruction_loss, weight
     ):
         # Losses are divided by the number of replicas for the gradient sum;
-        # the trackers report the per-example value.
+        # the trackers report the per-example value. `_loss_tracker` is the
+        # "loss" metric that Keras's own train_step updates the same way.
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         batch_size = tf.shape(images)[0]
         self._loss_tracker.update_state(loss * replicas, batch_size)

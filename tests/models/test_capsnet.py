@@ -86,6 +86,30 @@ class CapsNetTest(tf.test.TestCase):
             atol=1e-5,
         )
 
+    def test_mixed_float16_training_stays_finite(self):
+        images, labels = toy_data(16)
+        policy = keras.mixed_precision.dtype_policy()
+        keras.mixed_precision.set_dtype_policy("mixed_float16")
+        try:
+            model = models.capsnet((12, 12, 1), 2, **_SMALL)
+            model.compile(optimizer="adam")
+            history = model.fit(images, labels, epochs=2, verbose=0)
+            lengths = model(images)
+        finally:
+            keras.mixed_precision.set_dtype_policy(policy)
+        self.assertEqual(lengths.dtype, tf.float16)
+        self.assertTrue(np.all(np.isfinite(history.history["loss"])))
+        self.assertEqual(model.class_capsules.kernel.dtype, tf.float32)
+
+    def test_trains_under_a_mirrored_strategy(self):
+        images, labels = toy_data(32)
+        with tf.distribute.MirroredStrategy().scope():
+            model = models.capsnet((12, 12, 1), 2, **_SMALL)
+            model.compile(optimizer="adam", metrics=["accuracy"])
+        logs = model.fit(images, labels, batch_size=8, verbose=0).history
+        self.assertTrue(np.isfinite(logs["loss"][0]))
+        self.assertGreater(logs["reconstruction_loss"][0], 0.0)
+
     def test_rejects_bad_image_shape(self):
         with self.assertRaisesRegex(ValueError, r"\(height, width, channels\)"):
             models.capsnet((28, 28), 10)
