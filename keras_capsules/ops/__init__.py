@@ -5,6 +5,7 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_probabilities,
 )
 from keras_capsules.ops.dynamic_routing import dynamic_routing
+from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficient,
     interpolating_coefficients,
@@ -16,6 +17,7 @@ __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
     "dynamic_routing",
+    "heinsen_routing",
     "interpolating_coefficient",
     "interpolating_coefficients",
     "margin_loss",

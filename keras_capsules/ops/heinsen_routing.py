@@ -1,0 +1,118 @@
+"""Routing with E-, D- and M-steps (Heinsen 2019, Algorithm 1)."""
+
+import math
+
+from keras import ops
+
+# Added to the output variances before the Gaussian log-density, and to the
+# use-weighted totals before dividing by them: keeps identical votes (zero
+# variance) and all-masked inputs finite; far below the variances of
+# routed votes.
+_VARIANCE_EPSILON = 1e-9
+_TOTAL_EPSILON = 1e-9
+
+
+def _check(scores, votes, num_iterations):
+    if votes.ndim != 5:
+        raise ValueError(
+            "`heinsen_routing` expects votes of shape (batch, n_in, n_out, "
+            f"d_cov, d_out). Received shape {tuple(votes.shape)}."
+        )
+    if scores.ndim != 2:
+        raise ValueError(
+            "`heinsen_routing` expects scores of shape (batch, n_in). "
+            f"Received shape {tuple(scores.shape)}."
+        )
+    if (
+        isinstance(num_iterations, bool)
+        or not isinstance(num_iterations, int)
+        or num_iterations < 1
+    ):
+        raise ValueError(
+            "`heinsen_routing` expects `num_iterations` to be an int >= 1. "
+            f"Received: {num_iterations!r}."
+        )
+
+
+def heinsen_routing(
+    scores, votes, beta_use, beta_ign, num_iterations=3, mask=None
+):
+    """Routes votes with E-, D- and M-steps (Heinsen 2019, Algorithm 1).
+
+    ```none
+    paper              code               shape
+    a_inp[i]           scores             (batch, n_in), logits
+    V[i, j, c, h]      votes              (batch, n_in, n_out, d_cov, d_out)
+    beta_use, _ign     beta_use, beta_ign (n_in, n_out) or (n_out,)
+    R[i, j]            responsibility     (batch, n_in, n_out)
+    D_use, D_ign       use, ignore        (batch, n_in, n_out)
+    a_out[j]           output scores      (batch, n_out), logits
+    mu[j, c, h]        means              (batch, n_out, d_cov, d_out)
+    sigma2[j, c, h]    variances          (batch, n_out, d_cov, d_out)
+    f                  logistic
+    ```
+
+    Each iteration: E-step, `R = 1 / n_out` on the first iteration, else
+    `log R[i, :] = log_softmax_j(log f(a_out) + log P[i, :])` with
+    `log P[i, j] = sum_ch log N(V[i, j, c, h]; mu, sigma2)` (lines 4-8);
+    D-step, `D_use = f(a_inp) R`, `D_ign = f(a_inp) - D_use` (12-13);
+    M-step, `a_out = sum_i beta_use D_use - sum_i beta_ign D_ign` and the
+    `D_use`-weighted mean and variance of the votes (16-18). A masked input
+    (`mask[b, i]` False) acts as a score of minus infinity: `f = 0`, so it
+    changes no output.
+
+    Args:
+        scores: float `(batch, n_in)` input scores (pre-activation logits).
+        votes: float `(batch, n_in, n_out, d_cov, d_out)`.
+        beta_use: float `(n_in, n_out)`, or `(n_out,)` shared by all inputs.
+        beta_ign: float, the same shape as `beta_use`.
+        num_iterations: int >= 1. Defaults to 3.
+        mask: optional bool `(batch, n_in)`, True for inputs that take part.
+
+    Returns:
+        `(scores, means, variances)`: `(batch, n_out)` output logits and
+        `(batch, n_out, d_cov, d_out)` means and variances.
+    """
+    scores = ops.convert_to_tensor(scores)
+    votes = ops.convert_to_tensor(votes)
+    _check(scores, votes, num_iterations)
+    dtype = votes.dtype
+    scores = ops.cast(scores, dtype)
+    beta_use = ops.cast(beta_use, dtype)
+    beta_ign = ops.cast(beta_ign, dtype)
+    presence = ops.sigmoid(scores)  # f(a_inp), (b, i)
+    if mask is not None:
+        presence = presence * ops.cast(mask, dtype)
+    presence = presence[:, :, None]  # (b, i, 1)
+    num_outputs = votes.shape[2]
+    log_two_pi = math.log(2.0 * math.pi)
+    output_scores = means = variances = None
+    for iteration in range(num_iterations):
+        # E-step (lines 3-10).
+        if iteration == 0:
+            responsibility = ops.full_like(votes[..., 0, 0], 1.0 / num_outputs)
+        else:
+            safe_variances = variances + _VARIANCE_EPSILON
+            log_density = -0.5 * (
+                ops.square(votes - means[:, None]) / safe_variances[:, None]
+                + ops.log(safe_variances)[:, None]
+                + log_two_pi
+            )
+            log_likelihood = ops.sum(log_density, axis=(-2, -1))  # (b, i, j)
+            responsibility = ops.softmax(
+                ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood,
+                axis=-1,
+            )
+        # D-step (lines 11-14).
+        use = presence * responsibility  # (b, i, j)
+        ignore = presence - use
+        # M-step (lines 15-19).
+        output_scores = ops.sum(beta_use * use - beta_ign * ignore, axis=1)
+        total_use = ops.sum(use, axis=1)[:, :, None, None] + _TOTAL_EPSILON
+        weights = use[:, :, :, None, None]  # (b, i, j, 1, 1)
+        means = ops.sum(weights * votes, axis=1) / total_use
+        variances = (
+            ops.sum(weights * ops.square(votes - means[:, None]), axis=1)
+            / total_use
+        )
+    return output_scores, means, variances
