@@ -7,16 +7,13 @@ Usage: python -m bench.capsule_regression [--repeats=3]
 """
 
 import json
-import os
-import platform
-import resource
-import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
+from bench import measure
 from keras_capsules import trainers
 from keras_capsules.layers import CapsuleRegression
 
@@ -40,34 +37,14 @@ def _data(n, p, m, seed=0):
     return x, y
 
 
-def _peak_memory_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def _device():
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        return "GPU"
-    return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
-
-
-def _best_seconds(run):
-    """Runs once to compile, then returns the best of `--repeats` timings."""
-    run()
-    best = np.inf
-    for _ in range(_REPEATS.value):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def bench_em(n, p, d, m):
     x, y = _data(n, p, m)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(_BATCH).cache()
     trainer = trainers.CapsuleRegressionEM(m, d)
     kernel = trainer.prepare(dataset)
-    best = _best_seconds(lambda: trainer.em_update(dataset, kernel, 0.0))
+    best = measure.best_seconds(
+        lambda: trainer.em_update(dataset, kernel, 0.0), _REPEATS.value
+    )
     return {
         "name": "em_iteration",
         "n": n,
@@ -76,8 +53,8 @@ def bench_em(n, p, d, m):
         "m": m,
         "seconds_per_iteration": round(best, 4),
         "examples_per_second": round(n / best),
-        "peak_memory_mb": round(_peak_memory_mb()),
-        "device": _device(),
+        "peak_memory_mb": round(measure.peak_memory_mb()),
+        "device": measure.device_name(),
     }
 
 
@@ -85,8 +62,9 @@ def bench_sgd(n, p, d, m, batch_size=128, steps=50):
     x, y = _data(batch_size * steps, p, m)
     model = keras.Sequential([keras.Input((p,)), CapsuleRegression(m, d)])
     model.compile("adam", "sparse_categorical_crossentropy", jit_compile=True)
-    best = _best_seconds(
-        lambda: model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0)
+    best = measure.best_seconds(
+        lambda: model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0),
+        _REPEATS.value,
     )
     return {
         "name": "sgd_step",
@@ -96,8 +74,8 @@ def bench_sgd(n, p, d, m, batch_size=128, steps=50):
         "m": m,
         "seconds_per_step": round(best / steps, 6),
         "examples_per_second": round(batch_size * steps / best),
-        "peak_memory_mb": round(_peak_memory_mb()),
-        "device": _device(),
+        "peak_memory_mb": round(measure.peak_memory_mb()),
+        "device": measure.device_name(),
     }
 
 

@@ -10,15 +10,16 @@ Usage: python -m bench.dynamic_routing [--repeats=3] [--batch_size=128]
 """
 
 import json
-import os
-import platform
-import resource
 import subprocess
 import sys
-import time
 
+import keras
 import numpy as np
+import tensorflow as tf
 from absl import app, flags
+
+from bench import measure
+from keras_capsules import layers, models
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 128, "Examples per step.")
@@ -35,44 +36,8 @@ _CASES = [
 ]
 
 
-def _device():
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        return tf.config.experimental.get_device_details(gpus[0]).get(
-            "device_name", "GPU"
-        )
-    return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
-
-
-def _memory_mb():
-    """Allocator peak on GPU, else the process's peak resident set."""
-    import tensorflow as tf
-
-    if tf.config.list_physical_devices("GPU"):
-        return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def _best_seconds(run):
-    """Runs once to trace and compile, then returns the best timing."""
-    run()
-    best = np.inf
-    for _ in range(_REPEATS.value):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _step_function(target, mode, batch):
     """Returns a no-argument function running one forward+backward pass."""
-    import keras
-    import tensorflow as tf
-
-    from keras_capsules import layers, models
-
     rng = np.random.default_rng(0)
     if target == "layer":
         layer = layers.DynamicRouting(_OUTPUTS, _OUTPUT_DIM)
@@ -107,8 +72,8 @@ def run_case(case):
     target, mode = case.split(":")
     batch = _BATCH_SIZE.value
     step, shape = _step_function(target, mode, batch)
-    before = _memory_mb()
-    seconds = _best_seconds(step)
+    before = measure.peak_memory_mb()
+    seconds = measure.best_seconds(step, _REPEATS.value)
     return {
         "name": f"dynamic_routing_{target}_forward_backward",
         "mode": mode,
@@ -116,8 +81,8 @@ def run_case(case):
         "batch_size": batch,
         "seconds_per_step": round(seconds, 4),
         "examples_per_second": round(batch / seconds, 1),
-        "peak_memory_mb": round(_memory_mb() - before),
-        "device": _device(),
+        "peak_memory_mb": round(measure.peak_memory_mb() - before),
+        "device": measure.device_name(),
     }
 
 

@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from keras_capsules.ops.arguments import check_num_iterations
 from keras_capsules.ops.squash import squash
 
 
@@ -39,15 +40,7 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
             "`dynamic_routing` expects votes of shape (batch, n_in, n_out, "
             f"d_out). Received shape {tuple(votes.shape)}."
         )
-    if (
-        isinstance(num_iterations, bool)
-        or not isinstance(num_iterations, int)
-        or num_iterations < 1
-    ):
-        raise ValueError(
-            "`dynamic_routing` expects `num_iterations` to be an int >= 1. "
-            f"Received: {num_iterations!r}."
-        )
+    check_num_iterations("dynamic_routing", num_iterations)
     # Route with votes laid out (b, j, i, h): eqs. 2 and the agreement are
     # then batched matrix-vector products over contiguous memory (2-3x
     # faster under XLA than sums over the input axis of (b, i, j, h)).

@@ -4,6 +4,8 @@ import math
 
 from keras import ops
 
+from keras_capsules.ops.arguments import check_num_iterations
+
 # Added to the output variances before the Gaussian log-density, and to the
 # use-weighted totals before dividing by them: keeps identical votes (zero
 # variance) and all-masked inputs finite; far below the variances of
@@ -23,15 +25,7 @@ def _check(scores, votes, num_iterations):
             "`heinsen_routing` expects scores of shape (batch, n_in). "
             f"Received shape {tuple(scores.shape)}."
         )
-    if (
-        isinstance(num_iterations, bool)
-        or not isinstance(num_iterations, int)
-        or num_iterations < 1
-    ):
-        raise ValueError(
-            "`heinsen_routing` expects `num_iterations` to be an int >= 1. "
-            f"Received: {num_iterations!r}."
-        )
+    check_num_iterations("heinsen_routing", num_iterations)
 
 
 def heinsen_routing(
