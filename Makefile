@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.capsule_regression
 	$(VENV)/bin/python -m bench.interpolating_coefficient
 	$(VENV)/bin/python -m bench.dynamic_routing
+	$(VENV)/bin/python -m bench.heinsen_routing
 
 clean:
 	rm -rf $(VENV) demo_output

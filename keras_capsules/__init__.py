@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from keras_capsules import layers, losses, models, ops  # noqa: E402
+from keras_capsules import layers, losses, models, ops, recipes  # noqa: E402
 
-__all__ = ["layers", "losses", "models", "ops", "__version__"]
+__all__ = ["layers", "losses", "models", "ops", "recipes", "__version__"]

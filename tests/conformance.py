@@ -11,29 +11,80 @@ import tensorflow as tf
 
 @dataclasses.dataclass
 class LayerCase:
-    """One layer under test: class, constructor arguments, input shape."""
+    """One layer under test: class, constructor arguments, input shape.
+
+    `input_shape` is one shape without the batch axis, or a list of them
+    for a layer with several inputs (given to it as a list).
+    """
 
     cls: type
     init_kwargs: dict
-    input_shape: tuple  # Without the batch axis.
+    input_shape: tuple | list
     name: str = ""
+
+    @property
+    def input_shapes(self):
+        """The shapes of the inputs, as a list."""
+        if isinstance(self.input_shape, list):
+            return self.input_shape
+        return [self.input_shape]
+
+    def _pack(self, values):
+        return values if isinstance(self.input_shape, list) else values[0]
 
     def make_inputs(self, batch=3, seed=0):
         rng = np.random.default_rng(seed)
-        return rng.normal(size=(batch, *self.input_shape)).astype("float32")
+        return self._pack(
+            [
+                rng.normal(size=(batch, *shape)).astype("float32")
+                for shape in self.input_shapes
+            ]
+        )
+
+    def zero_inputs(self, batch=2):
+        return self._pack(
+            [tf.zeros((batch, *shape)) for shape in self.input_shapes]
+        )
+
+    def input_specs(self):
+        return self._pack(
+            [tf.TensorSpec((None, *shape)) for shape in self.input_shapes]
+        )
+
+    def batch_shape(self):
+        return self._pack([(None, *shape) for shape in self.input_shapes])
 
     def make_model(self):
-        inputs = keras.Input(self.input_shape)
+        inputs = self._pack([keras.Input(shape) for shape in self.input_shapes])
         outputs = self.cls(**self.init_kwargs)(inputs)
         return keras.Model(inputs, outputs)
+
+
+def _log_magnitude_loss(outputs):
+    """A loss whose gradient reaches every output element."""
+    return tf.add_n(
+        [
+            tf.reduce_sum(tf.math.log(tf.abs(tf.cast(o, "float32")) + 1e-3))
+            for o in tf.nest.flatten(outputs)
+        ]
+    )
+
+
+def _first(outputs):
+    return tf.nest.flatten(outputs)[0]
 
 
 def check_output_shape(test, case):
     layer = case.cls(**case.init_kwargs)
     x = case.make_inputs()
     outputs = layer(x)
-    expected = layer.compute_output_shape((None, *case.input_shape))
-    test.assertEqual(tuple(outputs.shape[1:]), tuple(expected[1:]))
+    expected = layer.compute_output_shape(case.batch_shape())
+    if isinstance(outputs, (list, tuple)):
+        test.assertLen(expected, len(outputs))
+    else:
+        outputs, expected = [outputs], [expected]
+    for output, shape in zip(outputs, expected):
+        test.assertEqual(tuple(output.shape[1:]), tuple(shape[1:]))
 
 
 def check_keras_round_trip(test, case):
@@ -55,7 +106,10 @@ def check_saved_model_export(test, case):
     model.export(path)
     served = tf.saved_model.load(path)
     test.assertAllClose(
-        served.serve(tf.constant(x)), model(x), rtol=1e-5, atol=1e-6
+        served.serve(tf.nest.map_structure(tf.constant, x)),
+        model(x),
+        rtol=1e-5,
+        atol=1e-6,
     )
 
 
@@ -69,23 +123,24 @@ def check_xla_matches_eager(test, case):
 
 def check_zero_input_gradients(test, case):
     layer = case.cls(**case.init_kwargs)
-    x = tf.zeros((2, *case.input_shape))
+    x = case.zero_inputs()
     layer(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        loss = tf.reduce_sum(tf.math.log(tf.abs(layer(x)) + 1e-3))
-    gradients = tape.gradient(loss, [x, *layer.trainable_weights])
+        loss = _log_magnitude_loss(layer(x))
+    gradients = tape.gradient(
+        loss, [*tf.nest.flatten(x), *layer.trainable_weights]
+    )
     for gradient in gradients:
         test.assertTrue(np.all(np.isfinite(tf.convert_to_tensor(gradient))))
 
 
 def check_unknown_batch_size(test, case):
     layer = case.cls(**case.init_kwargs)
-    function = tf.function(
-        layer, input_signature=[tf.TensorSpec((None, *case.input_shape))]
-    )
+    function = tf.function(layer, input_signature=[case.input_specs()])
     for batch in (1, 5):
-        test.assertEqual(function(case.make_inputs(batch)).shape[0], batch)
+        outputs = function(case.make_inputs(batch))
+        test.assertEqual(_first(outputs).shape[0], batch)
 
 
 def check_mixed_precision(test, case):
@@ -98,13 +153,13 @@ def check_mixed_precision(test, case):
         keras.mixed_precision.set_dtype_policy(name)
         try:
             layer = case.cls(**case.init_kwargs)
-            inputs = tf.constant(case.make_inputs())
+            inputs = tf.nest.map_structure(tf.constant, case.make_inputs())
             with tf.GradientTape() as tape:
                 outputs = layer(inputs)
-                outputs32 = tf.cast(outputs, "float32")
-                loss = tf.reduce_sum(tf.math.log(tf.abs(outputs32) + 1e-3))
-            test.assertEqual(outputs.dtype, dtype)
-            test.assertTrue(np.all(np.isfinite(tf.cast(outputs, "float32"))))
+                loss = _log_magnitude_loss(outputs)
+            for output in tf.nest.flatten(outputs):
+                test.assertEqual(output.dtype, dtype)
+                test.assertTrue(np.all(np.isfinite(tf.cast(output, "float32"))))
             for weight in layer.trainable_weights:
                 test.assertEqual(weight.dtype, tf.float32)
             for gradient in tape.gradient(loss, layer.trainable_weights):

@@ -44,6 +44,38 @@ LAYER_CASES = [
         (6, 5),
         "dynamic_routing_shared",
     ),
+    conformance.LayerCase(
+        layers.HeinsenRouting,
+        {"num_capsules": 3, "capsule_dim": 2},
+        [(5,), (5, 2, 3)],
+        "heinsen_routing_fixed_inputs",
+    ),
+    conformance.LayerCase(
+        layers.HeinsenRouting,
+        {
+            "num_capsules": 3,
+            "capsule_dim": 2,
+            "num_inputs": "variable",
+            "tie_betas": True,
+        },
+        [(5,), (5, 2, 3)],
+        "heinsen_routing_variable_inputs",
+    ),
+    conformance.LayerCase(
+        layers.HeinsenRouting,
+        {"num_capsules": None, "capsule_dim": 2},
+        [(5,), (5, 2, 3)],
+        "heinsen_routing_variable_outputs",
+    ),
+    conformance.LayerCase(
+        layers.CoordinateChannels, {}, (5, 4, 2), "coordinate_channels"
+    ),
+    conformance.LayerCase(
+        layers.DepthEmbedding, {}, (6, 3, 4), "depth_embedding"
+    ),
+    conformance.LayerCase(
+        layers.PresenceScores, {"repeats": 3}, (5,), "presence_scores"
+    ),
     conformance.LayerCase(layers.CapsuleLength, {}, (4, 3), "capsule_length"),
     conformance.LayerCase(layers.CapsuleMask, {}, (4, 3), "capsule_mask"),
 ]

@@ -5,12 +5,22 @@ from keras_capsules.datasets.capsnet_experiments import (
     experiment_info,
     load_experiment,
 )
+from keras_capsules.datasets.heinsen_experiments import (
+    load_heinsen_images,
+    pad_and_crop,
+)
 from keras_capsules.datasets.procedural_shapes import (
     SHAPE_NAMES,
     load_procedural_shapes,
     render_shapes,
 )
 from keras_capsules.datasets.projection import PrincipalProjection
+from keras_capsules.datasets.sst import (
+    Vocabulary,
+    load_sst,
+    parse_tree,
+    sst_dataset,
+)
 from keras_capsules.datasets.tfds_loaders import (
     load_image_arrays,
     load_image_dataset,
@@ -21,9 +31,15 @@ __all__ = [
     "experiment_info",
     "load_experiment",
     "PrincipalProjection",
+    "Vocabulary",
     "SHAPE_NAMES",
     "load_image_arrays",
+    "load_heinsen_images",
     "load_image_dataset",
     "load_procedural_shapes",
+    "load_sst",
+    "pad_and_crop",
+    "parse_tree",
     "render_shapes",
+    "sst_dataset",
 ]

@@ -6,6 +6,7 @@ from keras_capsules.ops.capsule_regression import (
 )
 from keras_capsules.ops.dynamic_routing import dynamic_routing
 from keras_capsules.ops.heinsen_routing import heinsen_routing
+from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficient,
     interpolating_coefficients,
@@ -18,6 +19,7 @@ __all__ = [
     "capsule_regression_probabilities",
     "dynamic_routing",
     "heinsen_routing",
+    "heinsen_routing_linear",
     "interpolating_coefficient",
     "interpolating_coefficients",
     "margin_loss",

@@ -12,6 +12,10 @@ from keras_capsules.ops.arguments import check_num_iterations
 # routed votes.
 _VARIANCE_EPSILON = 1e-9
 _TOTAL_EPSILON = 1e-9
+# Stands in for the log-probability of a masked output capsule in the
+# E-step's softmax; finite, so that a sample with no output left stays
+# free of NaN.
+_MASKED_LOGIT = -1e9
 
 
 def _check(scores, votes, num_iterations):
@@ -29,7 +33,13 @@ def _check(scores, votes, num_iterations):
 
 
 def heinsen_routing(
-    scores, votes, beta_use, beta_ign, num_iterations=3, mask=None
+    scores,
+    votes,
+    beta_use,
+    beta_ign,
+    num_iterations=3,
+    mask=None,
+    output_mask=None,
 ):
     """Routes votes with E-, D- and M-steps (Heinsen 2019, Algorithm 1).
 
@@ -62,6 +72,8 @@ def heinsen_routing(
         beta_ign: float, the same shape as `beta_use`.
         num_iterations: int >= 1. Defaults to 3.
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
+        output_mask: optional bool `(batch, n_out)`, True for outputs that
+            take part.
 
     Returns:
         `(scores, means, variances)`: `(batch, n_out)` output logits and
@@ -78,13 +90,19 @@ def heinsen_routing(
     if mask is not None:
         presence = presence * ops.cast(mask, dtype)
     presence = presence[:, :, None]  # (b, i, 1)
-    num_outputs = votes.shape[2]
+    if output_mask is None:
+        present = ops.ones_like(votes[:, :1, :, 0, 0])  # (b, 1, j)
+    else:
+        present = ops.cast(output_mask, dtype)[:, None, :]
+    uniform = present / ops.maximum(
+        ops.sum(present, axis=-1, keepdims=True), 1.0
+    )
     log_two_pi = math.log(2.0 * math.pi)
     output_scores = means = variances = None
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            responsibility = ops.full_like(votes[..., 0, 0], 1.0 / num_outputs)
+            responsibility = ops.broadcast_to(uniform, ops.shape(votes)[:3])
         else:
             safe_variances = variances + _VARIANCE_EPSILON
             log_density = -0.5 * (
@@ -93,10 +111,10 @@ def heinsen_routing(
                 + log_two_pi
             )
             log_likelihood = ops.sum(log_density, axis=(-2, -1))  # (b, i, j)
-            responsibility = ops.softmax(
-                ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood,
-                axis=-1,
-            )
+            logits = ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood
+            if output_mask is not None:
+                logits = ops.where(present > 0, logits, _MASKED_LOGIT)
+            responsibility = ops.softmax(logits, axis=-1) * present
         # D-step (lines 11-14).
         use = presence * responsibility  # (b, i, j)
         ignore = presence - use

@@ -60,6 +60,7 @@ class ExamplesTest(tf.test.TestCase):
                 "--max_iterations=3",
                 "--epochs=1",
                 "--capsnet_epochs=1",
+                "--heinsen_epochs=1",
             ],
             capture_output=True,
             text=True,
@@ -68,7 +69,9 @@ class ExamplesTest(tf.test.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("Test error on the procedural shapes", result.stdout)
         with open(os.path.join(directory, "results.json")) as f:
-            self.assertLen(json.load(f), 6)
+            rows = json.load(f)
+        self.assertLen(rows, 7)
+        self.assertEqual(rows[-1]["model"], "Heinsen routing, image model")
         for name in ("latent_space.png", "capsnet_reconstructions.png"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
 

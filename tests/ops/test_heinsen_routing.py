@@ -163,6 +163,39 @@ class HeinsenRoutingTest(tf.test.TestCase, parameterized.TestCase):
             for gradient in tape.gradient(loss, tensors):
                 self.assertTrue(np.all(np.isfinite(gradient)))
 
+    def test_masked_outputs_are_as_if_absent(self):
+        scores, votes, beta_use, beta_ign = random_case(11, n_out=5)
+        output_mask = np.array(
+            [[True, False, True, True, False], [False, True, True, True, True]]
+        )
+        routed = capsule_ops.heinsen_routing(
+            scores, votes, beta_use, beta_ign, output_mask=output_mask
+        )
+        for b in range(2):
+            kept = output_mask[b]
+            expected = reference_batch(
+                scores[b : b + 1],
+                votes[b : b + 1][:, :, kept],
+                beta_use[:, kept],
+                beta_ign[:, kept],
+                iterations=3,
+            )
+            for got, want in zip(routed, expected):
+                self.assertAllClose(
+                    np.asarray(got)[b : b + 1][:, kept],
+                    want,
+                    rtol=1e-5,
+                    atol=1e-5,
+                )
+
+    def test_no_output_left_stays_finite(self):
+        case = random_case(12)
+        routed = capsule_ops.heinsen_routing(
+            *case, output_mask=np.zeros((2, 3), bool)
+        )
+        for part in routed:
+            self.assertTrue(np.all(np.isfinite(part)))
+
     def test_xla_matches_eager(self):
         case = [np.asarray(x, np.float32) for x in random_case(9)]
         compiled = tf.function(capsule_ops.heinsen_routing, jit_compile=True)

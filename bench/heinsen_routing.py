@@ -1,0 +1,129 @@
+"""Benchmarks the HeinsenRouting layer, forward plus backward, eager and
+XLA, at the issue's shapes:
+
+- `fixed_64_to_5`: 64 capsules of 4x4 -> 5 of 4x4, weights per input
+  (the smallNORB model's class capsules), batch 20 and 128;
+- `variable_9216_to_64`: 9216 capsules of 4x4 (64 parts on a 12x12 grid)
+  -> 64 of 4x4, shared weights (routing 1 of the smallNORB model), batch 20;
+- `variable_740_to_64`: 740 capsules of 1x64 (20 tokens x 37 GPT-2 layers)
+  -> 64 of 1x2, shared weights (routing 1 of the SST model), batch 20.
+
+Prints one JSON object per measurement, each from its own subprocess so
+that its peak memory is its own (`peak_memory_mb`: peak less the memory
+just before the measured work). Measures; never asserts.
+
+Usage: python -m bench.heinsen_routing [--repeats=3]
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+from bench import measure
+from keras_capsules import layers
+
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
+_CASE = flags.DEFINE_string(
+    "case", None, "Run one measurement (`shape:batch:mode`) in this process."
+)
+
+# name: (n_in, d_cov, d_in, n_out, d_out, num_inputs)
+_SHAPES = {
+    "fixed_64_to_5": (64, 4, 4, 5, 4, "fixed"),
+    "variable_9216_to_64": (9216, 4, 4, 64, 4, "variable"),
+    "variable_740_to_64": (740, 1, 64, 64, 2, "variable"),
+}
+_CASES = [
+    f"{shape}:{batch}:{mode}"
+    for shape, batches in (
+        ("fixed_64_to_5", (20, 128)),
+        ("variable_9216_to_64", (20,)),
+        ("variable_740_to_64", (20,)),
+    )
+    for batch in batches
+    for mode in ("eager", "xla")
+]
+
+
+def _step_function(shape_name, batch, mode):
+    """A no-argument function running one forward+backward pass."""
+    n_in, d_cov, d_in, n_out, d_out, num_inputs = _SHAPES[shape_name]
+    rng = np.random.default_rng(0)
+    scores = tf.constant(rng.normal(size=(batch, n_in)), tf.float32)
+    capsules = tf.constant(
+        rng.normal(size=(batch, n_in, d_cov, d_in)), tf.float32
+    )
+    layer = layers.HeinsenRouting(n_out, d_out, num_inputs=num_inputs)
+    layer([scores[:1], capsules[:1]])
+
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch([scores, capsules])
+            output_scores, means, _ = layer([scores, capsules])
+            loss = tf.reduce_sum(output_scores) + tf.reduce_sum(
+                tf.square(means)
+            )
+        return tape.gradient(loss, [scores, capsules, *layer.trainable_weights])
+
+    if mode == "xla":
+        step = tf.function(step, jit_compile=True)
+    return lambda: [g.numpy() for g in step()]
+
+
+def run_case(case):
+    shape_name, batch, mode = case.split(":")
+    batch = int(batch)
+    step = _step_function(shape_name, batch, mode)
+    before = measure.peak_memory_mb()
+    seconds = measure.best_seconds(step, _REPEATS.value)
+    n_in, d_cov, d_in, n_out, d_out, num_inputs = _SHAPES[shape_name]
+    return {
+        "name": f"heinsen_routing_{shape_name}_forward_backward",
+        "mode": mode,
+        "shape": {
+            "n_in": n_in,
+            "d_cov": d_cov,
+            "d_in": d_in,
+            "n_out": n_out,
+            "d_out": d_out,
+            "num_inputs": num_inputs,
+        },
+        "batch_size": batch,
+        "seconds_per_step": round(seconds, 5),
+        "examples_per_second": round(batch / seconds, 1),
+        "peak_memory_mb": round(measure.peak_memory_mb() - before),
+        "device": measure.device_name(),
+    }
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _CASE.value:
+        print(json.dumps(run_case(_CASE.value)), flush=True)
+        return
+    for case in _CASES:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bench.heinsen_routing",
+                f"--case={case}",
+                f"--repeats={_REPEATS.value}",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line]
+        if result.returncode or not lines:
+            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
+        else:
+            print(lines[-1], flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

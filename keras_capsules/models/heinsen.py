@@ -1,0 +1,180 @@
+"""Heinsen's (2019) capsule networks for images (sec. 4, Fig. 3) and for
+sequences of embeddings (sec. 5, Fig. 5)."""
+
+import keras
+
+from keras_capsules import layers
+
+# Convolution strides of the image model's six 3x3 convolutions.
+_IMAGE_STRIDES = (1, 2, 1, 2, 1, 2)
+# The paper's model uses PyTorch's batch normalisation, whose running
+# statistics move by 0.1 per step: Keras momentum 0.9 (Keras's default,
+# 0.99, lags far behind in short runs).
+_NORM_MOMENTUM = 0.9
+
+
+def heinsen_image(
+    image_shape=(None, None, 1),
+    num_classes=10,
+    filters=64,
+    num_parts=64,
+    pose_shape=(4, 4),
+    num_iterations=3,
+    name="heinsen_image",
+):
+    """Returns Heinsen's smallNORB model for images of any size.
+
+    Coordinate channels (-1..1 down and across) join the image; six 3x3
+    convolutions of `filters` channels with strides 1, 2, 1, 2, 1, 2, each
+    after batch normalisation and followed by Swish; two 1x1 convolutions
+    (each after batch normalisation) give every location `num_parts` input
+    scores and poses of `pose_shape`. Routing 1 takes the `num_parts x H'
+    x W'` input capsules with weights shared across them (any image size)
+    to `num_parts` capsules; routing 2 takes those (weights per input) to
+    `num_classes` capsules. The output is the class capsules' scores
+    (logits): train with cross-entropy on a softmax of them.
+
+    With the defaults and 96x96 stereo pairs this is the paper's model
+    (about 272K weights).
+
+    Args:
+        image_shape: `(H, W, C)`; H and W may be None (any size).
+        num_classes: int, output capsules of routing 2.
+        filters: int, channels of each convolution (64).
+        num_parts: int, capsule types per location and capsules out of
+            routing 1 (64).
+        pose_shape: `(d_cov, d)` of every capsule ((4, 4)).
+        num_iterations: int, routing iterations of both routings (3).
+        name: the model's name.
+
+    Returns:
+        A functional `keras.Model`: images `(batch, H, W, C)` to scores
+        `(batch, num_classes)`.
+    """
+    d_cov, d_pose = pose_shape
+    images = keras.Input(image_shape, name="images")
+    x = layers.CoordinateChannels(name="coordinates")(images)
+    for index, strides in enumerate(_IMAGE_STRIDES):
+        x = keras.layers.BatchNormalization(
+            momentum=_NORM_MOMENTUM, name=f"norm{index + 1}"
+        )(x)
+        x = keras.layers.Conv2D(
+            filters,
+            3,
+            strides=strides,
+            padding="same",
+            activation="swish",
+            name=f"conv{index + 1}",
+        )(x)
+    scores = keras.layers.BatchNormalization(
+        momentum=_NORM_MOMENTUM, name="score_norm"
+    )(x)
+    scores = keras.layers.Conv2D(num_parts, 1, name="score_conv")(scores)
+    scores = keras.layers.Reshape((-1,), name="input_scores")(scores)
+    poses = keras.layers.BatchNormalization(
+        momentum=_NORM_MOMENTUM, name="pose_norm"
+    )(x)
+    poses = keras.layers.Conv2D(
+        num_parts * d_cov * d_pose, 1, name="pose_conv"
+    )(poses)
+    poses = keras.layers.Reshape((-1, d_cov, d_pose), name="input_poses")(poses)
+    part_scores, parts, _ = layers.HeinsenRouting(
+        num_parts,
+        d_pose,
+        num_iterations=num_iterations,
+        num_inputs="variable",
+        name="part_routing",
+    )([scores, poses])
+    class_scores, _, _ = layers.HeinsenRouting(
+        num_classes,
+        d_pose,
+        num_iterations=num_iterations,
+        name="class_routing",
+    )([part_scores, parts])
+    return keras.Model(images, class_scores, name=name)
+
+
+def heinsen_sequence(
+    embedding_dim,
+    num_classes,
+    num_depths=None,
+    capsule_size=64,
+    num_capsules=64,
+    capsule_dim=2,
+    num_iterations=3,
+    name="heinsen_sequence",
+):
+    """Returns Heinsen's SST model over sequences of embeddings.
+
+    Features `(batch, n, l, m)` from `l` layers of a transformer (a learned
+    depth embedding is added), or `(batch, n, m)` from one layer, go
+    through an affine map to `capsule_size` (Kaiming-normal), Swish and
+    layer normalisation, and become `n x l` input capsules of `1 x
+    capsule_size`; their scores are the logits of the tokens' presence
+    weights (1 token, 0 padding), and padding is masked. Routing 1 takes
+    any number of them to `num_capsules` capsules of `1 x capsule_dim`;
+    routing 2 takes those to `num_classes`. The output is the class scores
+    (logits).
+
+    Args:
+        embedding_dim: int, `m`.
+        num_classes: int, 5 for SST-5, 2 for SST-2.
+        num_depths: int `l` of per-layer features, or None for one layer.
+        capsule_size: int, size of each input capsule (64).
+        num_capsules: int, capsules out of routing 1 (64).
+        capsule_dim: int, columns of the routed capsules (2).
+        num_iterations: int, routing iterations of both routings (3).
+        name: the model's name.
+
+    Returns:
+        A functional `keras.Model`: `[embeddings, presence]` (presence
+        `(batch, n)` float weights) to scores `(batch, num_classes)`.
+    """
+    if num_depths is None:
+        embeddings = keras.Input((None, embedding_dim), name="embeddings")
+        x = embeddings
+        repeats = 1
+    else:
+        embeddings = keras.Input(
+            (None, num_depths, embedding_dim), name="embeddings"
+        )
+        x = layers.DepthEmbedding(name="depth_embedding")(embeddings)
+        repeats = num_depths
+    presence = keras.Input((None,), name="presence")
+    x = keras.layers.Dense(
+        capsule_size,
+        activation="swish",
+        kernel_initializer="he_normal",
+        name="affine",
+    )(x)
+    x = keras.layers.LayerNormalization(name="layer_norm")(x)
+    capsules = keras.layers.Reshape((-1, 1, capsule_size), name="capsules")(x)
+    scores = layers.PresenceScores(repeats, name="input_scores")(presence)
+    part_scores, parts, _ = layers.HeinsenRouting(
+        num_capsules,
+        capsule_dim,
+        num_iterations=num_iterations,
+        num_inputs="variable",
+        name="part_routing",
+    )([scores, capsules])
+    class_scores, _, _ = layers.HeinsenRouting(
+        num_classes,
+        capsule_dim,
+        num_iterations=num_iterations,
+        name="class_routing",
+    )([part_scores, parts])
+    return keras.Model([embeddings, presence], class_scores, name=name)
+
+
+def token_embedder(vocabulary_size, embedding_dim, name="token_embedder"):
+    """Returns a model from token ids `(batch, n)` (0 = padding) to
+    `[embeddings (batch, n, embedding_dim), presence (batch, n)]`, the
+    inputs of `heinsen_sequence` with trainable embeddings."""
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    embeddings = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, name="embedding"
+    )(token_ids)
+    presence = keras.layers.Activation("linear", name="presence")(
+        keras.ops.cast(keras.ops.not_equal(token_ids, 0), "float32")
+    )
+    return keras.Model(token_ids, [embeddings, presence], name=name)

@@ -1,0 +1,88 @@
+"""The one-cycle policy of Heinsen (2019, sec. 4.2): a linear rise over the
+first part of training, then a cosine return to the start."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_capsules.recipes.radam import RAdam
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
+    """A value that goes linearly from `start` to `peak` over the first
+    `warmup_fraction` of `total_steps`, then back to `start` along a
+    half cosine; it stays at `start` after `total_steps`.
+
+    Heinsen (2019) schedules the learning rate (1e-5 -> 5e-4) and Adam's
+    `beta_1` (0.999 -> 0.9 x 0.999) this way, over 10% of the steps. Use it
+    as a learning rate, or as `RAdam`'s `beta_1`.
+
+    Args:
+        total_steps: int, optimizer steps of the whole run.
+        start: float, the value at steps 0 and `total_steps`.
+        peak: float, the value at the end of the rise.
+        warmup_fraction: float in (0, 1), share of the steps spent rising.
+            Defaults to 0.1.
+    """
+
+    def __init__(self, total_steps, start, peak, warmup_fraction=0.1):
+        if int(total_steps) < 1:
+            raise ValueError(
+                "`OneCycle` expects `total_steps` >= 1. Received: "
+                f"total_steps={total_steps!r}."
+            )
+        if not 0.0 < warmup_fraction < 1.0:
+            raise ValueError(
+                "`OneCycle` expects `warmup_fraction` in (0, 1). Received: "
+                f"warmup_fraction={warmup_fraction!r}."
+            )
+        self.total_steps = int(total_steps)
+        self.start = float(start)
+        self.peak = float(peak)
+        self.warmup_fraction = float(warmup_fraction)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = max(self.warmup_fraction * self.total_steps, 1.0)
+        decay = max(self.total_steps - warmup, 1.0)
+        rising = self.start + (self.peak - self.start) * step / warmup
+        progress = ops.clip((step - warmup) / decay, 0.0, 1.0)
+        falling = self.start + (self.peak - self.start) * 0.5 * (
+            1.0 + ops.cos(math.pi * progress)
+        )
+        return ops.where(step < warmup, rising, falling)
+
+    def get_config(self):
+        return {
+            "total_steps": self.total_steps,
+            "start": self.start,
+            "peak": self.peak,
+            "warmup_fraction": self.warmup_fraction,
+        }
+
+
+def one_cycle_radam(
+    total_steps,
+    learning_rate=(1e-5, 5e-4),
+    beta_1=(0.999, 0.9 * 0.999),
+    warmup_fraction=0.1,
+    **kwargs,
+):
+    """Returns `RAdam` with the learning rate and `beta_1` on one cycle, as
+    Heinsen (2019) trains both of his models.
+
+    Args:
+        total_steps: int, optimizer steps of the whole run (epochs x steps
+            per epoch).
+        learning_rate: `(start, peak)`. Defaults to `(1e-5, 5e-4)`.
+        beta_1: `(start, peak)`. Defaults to `(0.999, 0.8991)`.
+        warmup_fraction: float, share of the steps spent rising.
+        **kwargs: further `RAdam` arguments.
+    """
+    return RAdam(
+        learning_rate=OneCycle(total_steps, *learning_rate, warmup_fraction),
+        beta_1=OneCycle(total_steps, *beta_1, warmup_fraction),
+        **kwargs,
+    )

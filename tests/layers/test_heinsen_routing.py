@@ -1,0 +1,242 @@
+"""HeinsenRouting: votes per mode, routing, masks, symmetry, initialisation."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules import layers
+from keras_capsules import ops as capsule_ops
+from tests.ops.test_heinsen_routing import reference_batch
+
+
+def random_inputs(seed, batch=2, n_in=6, d_cov=2, d_in=3):
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(batch, n_in)).astype("float32")
+    capsules = rng.normal(size=(batch, n_in, d_cov, d_in)).astype("float32")
+    return scores, capsules
+
+
+def randomise_weights(layer, seed):
+    rng = np.random.default_rng(seed)
+    for weight in layer.weights:
+        weight.assign(rng.normal(size=weight.shape).astype("float32"))
+
+
+class VotesTest(tf.test.TestCase):
+    def test_fixed_inputs_use_a_kernel_and_bias_per_pair(self):
+        scores, capsules = random_inputs(0)
+        layer = layers.HeinsenRouting(4, 5)
+        layer([scores, capsules])
+        randomise_weights(layer, 1)
+        expected = (
+            np.einsum("bicd,ijdh->bijch", capsules, layer.kernel.numpy())
+            + layer.bias.numpy()
+        )
+        self.assertEqual(layer.kernel.shape, (6, 4, 3, 5))
+        self.assertAllClose(layer.votes(capsules), expected, atol=1e-5)
+
+    def test_variable_inputs_share_the_kernel_across_inputs(self):
+        scores, capsules = random_inputs(0)
+        layer = layers.HeinsenRouting(4, 5, num_inputs="variable")
+        layer([scores, capsules])
+        randomise_weights(layer, 1)
+        expected = (
+            np.einsum("bicd,jdh->bijch", capsules, layer.kernel.numpy())
+            + layer.bias.numpy()
+        )
+        self.assertEqual(layer.kernel.shape, (4, 3, 5))
+        self.assertEqual(layer.beta_use.shape, (4,))
+        self.assertAllClose(layer.votes(capsules), expected, atol=1e-5)
+
+    def test_variable_outputs_add_the_anchor_of_each_output(self):
+        scores, capsules = random_inputs(0)
+        layer = layers.HeinsenRouting(None, 5)
+        layer([scores, capsules])
+        randomise_weights(layer, 1)
+        transformed = np.einsum("bicd,dh->bich", capsules, layer.kernel.numpy())
+        anchors = np.einsum(
+            "bjcd,dh->bjch", capsules, layer.anchor_kernel.numpy()
+        )
+        expected = (
+            transformed[:, :, None] + anchors[:, None] + layer.bias.numpy()
+        )
+        self.assertEqual(layer.kernel.shape, (3, 5))
+        self.assertAllClose(layer.votes(capsules), expected, atol=1e-5)
+
+
+class RoutingTest(tf.test.TestCase):
+    def test_outputs_are_algorithm_1_on_the_votes(self):
+        scores, capsules = random_inputs(2)
+        for kwargs in (
+            {"num_capsules": 3},
+            {"num_capsules": 3, "num_inputs": "variable"},
+            {"num_capsules": 3, "tie_betas": True},
+        ):
+            layer = layers.HeinsenRouting(capsule_dim=2, **kwargs)
+            layer([scores, capsules])
+            randomise_weights(layer, 3)
+            betas = [
+                np.broadcast_to(weight.numpy(), (6, 3)).astype("float64")
+                for weight in (
+                    layer.beta_use,
+                    layer.beta_use if layer.tie_betas else layer.beta_ign,
+                )
+            ]
+            votes = layer.votes(capsules).numpy().astype("float64")
+            expected = reference_batch(
+                scores.astype("float64"), votes, *betas, iterations=3
+            )
+            outputs = layer([scores, capsules])
+            for output, reference in zip(outputs, expected):
+                self.assertAllClose(output, reference, rtol=1e-3, atol=1e-4)
+
+    def test_tied_betas_are_one_weight(self):
+        layer = layers.HeinsenRouting(3, 2, tie_betas=True)
+        layer(list(random_inputs(0)))
+        names = sorted(w.path.split("/")[-1] for w in layer.weights)
+        self.assertEqual(names, ["beta_use", "bias", "kernel"])
+
+    def test_paper_initialisation(self):
+        d_in = 8
+        layer = layers.HeinsenRouting(64, 4)
+        layer([np.zeros((1, 64)), np.zeros((1, 64, 4, d_in))])
+        self.assertAllClose(np.std(layer.kernel.numpy()), 1.0 / d_in, rtol=0.05)
+        self.assertAllEqual(layer.bias.numpy(), np.zeros(layer.bias.shape))
+        self.assertAllEqual(layer.beta_use.numpy(), np.zeros((64, 64)))
+        self.assertAllEqual(layer.beta_ign.numpy(), np.zeros((64, 64)))
+
+
+class VariableCountsTest(tf.test.TestCase):
+    def test_variable_inputs_take_any_count(self):
+        layer = layers.HeinsenRouting(3, 2, num_inputs="variable")
+        for n_in in (4, 9):
+            scores, capsules = random_inputs(n_in, n_in=n_in)
+            _, means, _ = layer([scores, capsules])
+            self.assertEqual(means.shape, (2, 3, 2, 2))
+
+    def test_padded_inputs_change_no_output(self):
+        scores, capsules = random_inputs(4, n_in=5)
+        rng = np.random.default_rng(5)
+        padded_scores = np.concatenate(
+            [scores, rng.normal(size=(2, 3)).astype("float32")], axis=1
+        )
+        padded_capsules = np.concatenate(
+            [capsules, rng.normal(size=(2, 3, 2, 3)).astype("float32")],
+            axis=1,
+        )
+        mask = np.arange(8)[None, :].repeat(2, axis=0) < 5
+        for num_capsules in (3, None):
+            layer = layers.HeinsenRouting(
+                num_capsules, 2, num_inputs="variable"
+            )
+            layer([scores, capsules])
+            randomise_weights(layer, 6)
+            unpadded = layer([scores, capsules])
+            padded = layer([padded_scores, padded_capsules], mask=mask)
+            for short, long in zip(unpadded, padded):
+                self.assertAllClose(
+                    short,
+                    long[:, : short.shape[1]] if num_capsules is None else long,
+                    rtol=1e-5,
+                    atol=1e-5,
+                )
+
+    def test_variable_outputs_differ_at_initialisation(self):
+        scores, capsules = random_inputs(7, n_in=5)
+        layer = layers.HeinsenRouting(None, 2)
+        output_scores, means, _ = layer([scores, capsules])
+        self.assertEqual(means.shape, (2, 5, 2, 2))
+        means = means.numpy().reshape(2, 5, -1)
+        for b in range(2):
+            distances = np.linalg.norm(
+                means[b, :, None] - means[b, None], axis=-1
+            )
+            off_diagonal = distances[~np.eye(5, dtype=bool)]
+            self.assertGreater(off_diagonal.min(), 1e-3)
+
+    def test_variable_outputs_pass_the_mask_on(self):
+        scores = keras.Input((None,))
+        capsules = keras.Input((None, 2, 3))
+        mask = keras.Input((None,), dtype="bool")
+        layer = layers.HeinsenRouting(None, 2)
+        outputs = layer([scores, capsules], mask=mask)
+        mask_value = np.array([[True, True, False]])
+        computed = layer.compute_mask(
+            None, [tf.constant(mask_value), tf.constant(mask_value)]
+        )
+        self.assertLen(computed, 3)
+        self.assertAllEqual(computed[0], mask_value)
+        self.assertLen(outputs, 3)
+
+    def test_masked_model_in_the_functional_api(self):
+        scores = keras.Input((None,))
+        capsules = keras.Input((None, 2, 3))
+        mask = keras.Input((None,), dtype="bool")
+        outputs = layers.HeinsenRouting(3, 2, num_inputs="variable")(
+            [scores, capsules], mask=mask
+        )
+        model = keras.Model([scores, capsules, mask], outputs[1])
+        s, c = random_inputs(8, n_in=4)
+        full = model([s, c, np.ones((2, 4), bool)])
+        cut = model([s, c, np.array([[True] * 3 + [False]] * 2)])
+        only_three = model([s[:, :3], c[:, :3], np.ones((2, 3), bool)])
+        self.assertAllClose(cut, only_three, atol=1e-5)
+        self.assertNotAllClose(full, cut)
+
+
+class HardPointsTest(tf.test.TestCase):
+    def test_all_inputs_but_one_masked_have_finite_gradients(self):
+        scores, capsules = random_inputs(9)
+        mask = np.zeros((2, 6), bool)
+        mask[:, 0] = True
+        layer = layers.HeinsenRouting(3, 2, num_inputs="variable")
+        capsules = tf.constant(capsules)
+        with tf.GradientTape() as tape:
+            tape.watch(capsules)
+            outputs = layer([scores, capsules], mask=mask)
+            loss = sum(tf.reduce_sum(o) for o in outputs)
+        gradients = tape.gradient(loss, [capsules, *layer.trainable_weights])
+        for gradient in gradients:
+            self.assertTrue(np.all(np.isfinite(gradient.numpy())))
+
+    def test_one_iteration(self):
+        scores, capsules = random_inputs(10)
+        layer = layers.HeinsenRouting(3, 2, num_iterations=1)
+        output_scores, _, _ = layer([scores, capsules])
+        # With R = 1/n_out and zero betas the output scores are 0.
+        self.assertAllClose(output_scores, np.zeros((2, 3)))
+
+
+class ErrorsTest(tf.test.TestCase):
+    def test_unknown_input_count_needs_variable_inputs(self):
+        with self.assertRaisesRegex(ValueError, "num_inputs='variable'"):
+            layers.HeinsenRouting(3, 2)(
+                [keras.Input((None,)), keras.Input((None, 2, 3))]
+            )
+
+    def test_one_input_is_refused(self):
+        with self.assertRaisesRegex(ValueError, r"expects two inputs"):
+            layers.HeinsenRouting(3, 2)(np.zeros((2, 6, 2, 3)))
+
+    def test_unknown_mode_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "num_inputs"):
+            layers.HeinsenRouting(3, 2, num_inputs="some")
+
+    def test_non_positive_sizes_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "capsule_dim"):
+            layers.HeinsenRouting(3, 0)
+
+    def test_layer_uses_the_op(self):
+        # The layer adds no math of its own: same result as the op.
+        scores, capsules = random_inputs(11)
+        layer = layers.HeinsenRouting(3, 2)
+        outputs = layer([scores, capsules])
+        direct = capsule_ops.heinsen_routing(
+            scores, layer.votes(capsules), layer.beta_use, layer.beta_ign
+        )
+        for a, b in zip(outputs, direct):
+            self.assertAllClose(a, b)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,131 @@
+"""Heinsen routing from input moments equals routing of the formed votes."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import ops as capsule_ops
+from tests.ops.test_heinsen_routing import reference_batch
+
+
+def linear_case(
+    seed, batch=2, n_in=7, n_out=3, d_cov=2, d_in=3, d_out=4, dtype="float64"
+):
+    rng = np.random.default_rng(seed)
+    return [
+        rng.normal(size=shape).astype(dtype)
+        for shape in (
+            (batch, n_in),
+            (batch, n_in, d_cov, d_in),
+            (n_out, d_in, d_out),
+            (n_out, d_cov, d_out),
+            (n_out,),
+            (n_out,),
+        )
+    ]
+
+
+def formed_votes(capsules, kernel, bias):
+    return np.einsum("bicd,jdh->bijch", capsules, kernel) + bias
+
+
+class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(("one", 1), ("three", 3), ("five", 5))
+    def test_matches_the_paper_algorithm_float64(self, iterations):
+        scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(
+            iterations
+        )
+        got = capsule_ops.heinsen_routing_linear(
+            scores, capsules, kernel, bias, beta_use, beta_ign, iterations
+        )
+        betas = [np.broadcast_to(b, (7, 3)) for b in (beta_use, beta_ign)]
+        want = reference_batch(
+            scores, formed_votes(capsules, kernel, bias), *betas, iterations
+        )
+        for g, w in zip(got, want):
+            self.assertAllClose(g, w, rtol=1e-5, atol=1e-5)
+
+    def test_matches_formed_votes_float32_with_masks(self):
+        case = linear_case(4, batch=3, n_in=9, dtype="float32")
+        scores, capsules, kernel, bias, beta_use, beta_ign = case
+        # Offset inputs: the moments must not lose the spread to the mean.
+        capsules = capsules + 20.0
+        mask = np.ones((3, 9), bool)
+        mask[0, 5:] = False
+        mask[2, 1:] = False  # All but one input masked.
+        output_mask = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], bool)
+        got = capsule_ops.heinsen_routing_linear(
+            scores,
+            capsules,
+            kernel,
+            bias,
+            beta_use,
+            beta_ign,
+            3,
+            mask=mask,
+            output_mask=output_mask,
+        )
+        want = capsule_ops.heinsen_routing(
+            scores.astype("float64"),
+            formed_votes(capsules.astype("float64"), kernel, bias),
+            beta_use,
+            beta_ign,
+            3,
+            mask=mask,
+            output_mask=output_mask,
+        )
+        for g, w in zip(got, want):
+            self.assertAllClose(g, w, rtol=1e-3, atol=1e-3)
+
+    def test_per_example_bias(self):
+        scores, capsules, kernel, _, beta_use, beta_ign = linear_case(5)
+        bias = np.random.default_rng(6).normal(size=(2, 3, 2, 4))
+        got = capsule_ops.heinsen_routing_linear(
+            scores, capsules, kernel, bias, beta_use, beta_ign
+        )
+        want = capsule_ops.heinsen_routing(
+            scores,
+            formed_votes(capsules, kernel, bias[:, None]),
+            beta_use,
+            beta_ign,
+        )
+        for g, w in zip(got, want):
+            self.assertAllClose(g, w, rtol=1e-6, atol=1e-6)
+
+    def test_identical_inputs_have_finite_gradients(self):
+        scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(
+            7, dtype="float32"
+        )
+        capsules = np.broadcast_to(capsules[:, :1], capsules.shape).copy()
+        tensors = [tf.constant(t) for t in (capsules, kernel, bias)]
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            outputs = capsule_ops.heinsen_routing_linear(
+                scores, *tensors, beta_use, beta_ign, 3
+            )
+            loss = sum(tf.reduce_sum(o) for o in outputs)
+        for part in outputs:
+            self.assertTrue(np.all(np.isfinite(part)))
+        for gradient in tape.gradient(loss, tensors):
+            self.assertTrue(np.all(np.isfinite(gradient)))
+
+    def test_xla_matches_eager(self):
+        case = linear_case(8, dtype="float32")
+        compiled = tf.function(
+            capsule_ops.heinsen_routing_linear, jit_compile=True
+        )
+        for g, w in zip(
+            compiled(*case), capsule_ops.heinsen_routing_linear(*case)
+        ):
+            self.assertAllClose(g, w, rtol=1e-4, atol=1e-4)
+
+    def test_rejects_a_kernel_of_the_wrong_size(self):
+        scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(9)
+        with self.assertRaisesRegex(ValueError, r"\(n_out, d_in, d_out\)"):
+            capsule_ops.heinsen_routing_linear(
+                scores, capsules, kernel[:, :2], bias, beta_use, beta_ign
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()
