@@ -199,9 +199,12 @@ class HeinsenRouting(keras.layers.Layer):
         )
         scores = ops.cast(scores, "float32")
         # Route in float32: half-precision Gaussian log-densities overflow.
-        if self.shares_input_weights:
+        d_in = capsules.shape[-1]
+        if self.shares_input_weights and d_in * d_in <= 4 * self.capsule_dim:
             # Votes are one linear map of the inputs: route from moments
-            # of the inputs, never forming the votes.
+            # of the inputs, never forming the votes. The moments cost
+            # d_in^2 per (input, output) pair against d_out for the votes,
+            # so wide inputs (SST's 1x64 -> 1x2) route the votes instead.
             kernel, bias = self._linear_vote_weights(capsules)
             output_scores, means, variances = heinsen_routing_linear(
                 scores,
@@ -222,6 +225,7 @@ class HeinsenRouting(keras.layers.Layer):
                 beta_ign,
                 self.num_iterations,
                 mask=mask,
+                output_mask=mask if self.variable_outputs else None,
             )
         return [
             ops.cast(output_scores, self.compute_dtype),
