@@ -1,7 +1,5 @@
 """Input scores from presence weights (Heinsen 2019, sec. 5.1, Fig. 5d)."""
 
-import math
-
 import keras
 from keras import ops
 
@@ -46,7 +44,6 @@ class PresenceScores(keras.layers.Layer):
                 f"integer. Received: repeats={repeats!r}."
             )
         self.repeats = repeats
-        self.limit = math.log((1 - _EPSILON) / _EPSILON)
 
     def build(self, input_shape):
         if len(input_shape) != 2:

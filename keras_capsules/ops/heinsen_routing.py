@@ -32,6 +32,47 @@ def _check(scores, votes, num_iterations):
     check_num_iterations("heinsen_routing", num_iterations)
 
 
+def input_presence(scores, mask, dtype):
+    """`f(a_inp)` as `(batch, n_in, 1)`, 0 where `mask` is False."""
+    presence = ops.sigmoid(ops.cast(scores, dtype))
+    if mask is not None:
+        presence = presence * ops.cast(mask, dtype)
+    return presence[:, :, None]
+
+
+def output_presence(output_mask, batch, num_outputs, dtype):
+    """`(batch, 1, n_out)`: 1 for outputs that take part, else 0."""
+    if output_mask is None:
+        return ops.ones((batch, 1, num_outputs), dtype)
+    return ops.cast(output_mask, dtype)[:, None, :]
+
+
+def first_responsibility(present, num_inputs):
+    """Line 5, `R = 1 / n_out`, over the outputs that take part."""
+    uniform = present / ops.maximum(
+        ops.sum(present, axis=-1, keepdims=True), 1.0
+    )
+    batch, _, num_outputs = ops.shape(present)
+    return ops.broadcast_to(uniform, (batch, num_inputs, num_outputs))
+
+
+def responsibility(output_scores, log_likelihood, present, masked):
+    """Line 8 in the log domain: `softmax_j(log f(a_out) + log P)`; masked
+    outputs (where `present` is 0, if `masked`) get no share."""
+    logits = ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood
+    if masked:
+        logits = ops.where(present > 0, logits, _MASKED_LOGIT)
+    return ops.softmax(logits, axis=-1) * present
+
+
+def shares_and_scores(presence, routing, beta_use, beta_ign):
+    """D-step (lines 12-13) and the output scores (line 16): returns
+    `(D_use (batch, n_in, n_out), a_out (batch, n_out))`."""
+    use = presence * routing  # (b, i, j)
+    ignore = presence - use
+    return use, ops.sum(beta_use * use - beta_ign * ignore, axis=1)
+
+
 def heinsen_routing(
     scores,
     votes,
@@ -83,26 +124,17 @@ def heinsen_routing(
     votes = ops.convert_to_tensor(votes)
     _check(scores, votes, num_iterations)
     dtype = votes.dtype
-    scores = ops.cast(scores, dtype)
     beta_use = ops.cast(beta_use, dtype)
     beta_ign = ops.cast(beta_ign, dtype)
-    presence = ops.sigmoid(scores)  # f(a_inp), (b, i)
-    if mask is not None:
-        presence = presence * ops.cast(mask, dtype)
-    presence = presence[:, :, None]  # (b, i, 1)
-    if output_mask is None:
-        present = ops.ones_like(votes[:, :1, :, 0, 0])  # (b, 1, j)
-    else:
-        present = ops.cast(output_mask, dtype)[:, None, :]
-    uniform = present / ops.maximum(
-        ops.sum(present, axis=-1, keepdims=True), 1.0
-    )
+    presence = input_presence(scores, mask, dtype)  # (b, i, 1)
+    batch, num_inputs = ops.shape(votes)[0], ops.shape(votes)[1]
+    present = output_presence(output_mask, batch, votes.shape[2], dtype)
     log_two_pi = math.log(2.0 * math.pi)
     output_scores = means = variances = None
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            responsibility = ops.broadcast_to(uniform, ops.shape(votes)[:3])
+            routing = first_responsibility(present, num_inputs)
         else:
             safe_variances = variances + _VARIANCE_EPSILON
             log_density = -0.5 * (
@@ -111,15 +143,14 @@ def heinsen_routing(
                 + log_two_pi
             )
             log_likelihood = ops.sum(log_density, axis=(-2, -1))  # (b, i, j)
-            logits = ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood
-            if output_mask is not None:
-                logits = ops.where(present > 0, logits, _MASKED_LOGIT)
-            responsibility = ops.softmax(logits, axis=-1) * present
-        # D-step (lines 11-14).
-        use = presence * responsibility  # (b, i, j)
-        ignore = presence - use
-        # M-step (lines 15-19).
-        output_scores = ops.sum(beta_use * use - beta_ign * ignore, axis=1)
+            routing = responsibility(
+                output_scores, log_likelihood, present, output_mask is not None
+            )
+        # D-step (lines 11-14) and output scores (line 16).
+        use, output_scores = shares_and_scores(
+            presence, routing, beta_use, beta_ign
+        )
+        # M-step means and variances (lines 17-18).
         total_use = ops.sum(use, axis=1)[:, :, None, None] + _TOTAL_EPSILON
         weights = use[:, :, :, None, None]  # (b, i, j, 1, 1)
         means = ops.sum(weights * votes, axis=1) / total_use

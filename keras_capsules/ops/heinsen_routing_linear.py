@@ -17,9 +17,13 @@ from keras import ops
 
 from keras_capsules.ops.arguments import check_num_iterations
 from keras_capsules.ops.heinsen_routing import (
-    _MASKED_LOGIT,
     _TOTAL_EPSILON,
     _VARIANCE_EPSILON,
+    first_responsibility,
+    input_presence,
+    output_presence,
+    responsibility,
+    shares_and_scores,
 )
 
 
@@ -102,12 +106,10 @@ def heinsen_routing_linear(
     d_cov, d_in = capsules.shape[2], capsules.shape[3]
     num_outputs = kernel.shape[0] or ops.shape(kernel)[0]
 
-    presence = ops.sigmoid(ops.cast(scores, dtype))  # f(a_inp), (b, i)
-    if mask is not None:
-        presence = presence * ops.cast(mask, dtype)
+    presence = input_presence(scores, mask, dtype)  # f(a_inp), (b, i, 1)
     # Centre the inputs; the shift moves into the bias.
-    centre = ops.sum(presence[:, :, None, None] * capsules, axis=1) / (
-        ops.sum(presence, axis=1)[:, None, None] + _TOTAL_EPSILON
+    centre = ops.sum(presence[..., None] * capsules, axis=1) / (
+        ops.sum(presence, axis=1)[:, :, None] + _TOTAL_EPSILON
     )  # (b, c, d)
     x = capsules - centre[:, None]
     bias = bias + ops.einsum("bcd,jdh->bjch", centre, kernel)
@@ -117,22 +119,13 @@ def heinsen_routing_linear(
         (batch, num_inputs, d_cov * d_in * d_in),
     )  # x x^T per input and row c, flattened
 
-    if output_mask is None:
-        present = ops.ones((batch, 1, num_outputs), dtype)
-    else:
-        present = ops.cast(output_mask, dtype)[:, None, :]
-    uniform = present / ops.maximum(
-        ops.sum(present, axis=-1, keepdims=True), 1.0
-    )
+    present = output_presence(output_mask, batch, num_outputs, dtype)
     log_two_pi = math.log(2.0 * math.pi)
-    presence = presence[:, :, None]  # (b, i, 1)
     output_scores = means = variances = None
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            responsibility = ops.broadcast_to(
-                uniform, (batch, num_inputs, num_outputs)
-            )
+            routing = first_responsibility(present, num_inputs)
         else:
             precision = 1.0 / (variances + _VARIANCE_EPSILON)  # (b, j, c, h)
             centred_means = means - bias  # m W, (b, j, c, h)
@@ -163,15 +156,14 @@ def heinsen_routing_linear(
                 ),
             )  # (b, i, j)
             log_likelihood = -0.5 * (distance + constant[:, None, :])
-            logits = ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood
-            if output_mask is not None:
-                logits = ops.where(present > 0, logits, _MASKED_LOGIT)
-            responsibility = ops.softmax(logits, axis=-1) * present
-        # D-step (lines 11-14).
-        use = presence * responsibility  # (b, i, j)
-        ignore = presence - use
-        # M-step (lines 15-19), from moments of the inputs.
-        output_scores = ops.sum(beta_use * use - beta_ign * ignore, axis=1)
+            routing = responsibility(
+                output_scores, log_likelihood, present, output_mask is not None
+            )
+        # D-step (lines 11-14) and output scores (line 16).
+        use, output_scores = shares_and_scores(
+            presence, routing, beta_use, beta_ign
+        )
+        # M-step means and variances (lines 17-18), from input moments.
         total_use = ops.sum(use, axis=1)[:, :, None]  # (b, j, 1)
         shares = ops.transpose(use, (0, 2, 1)) / (total_use + _TOTAL_EPSILON)
         # The shares sum to s = T / (T + epsilon), as in `heinsen_routing`;
