@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.interpolating_coefficient
 	$(VENV)/bin/python -m bench.dynamic_routing
 	$(VENV)/bin/python -m bench.heinsen_routing
+	$(VENV)/bin/python -m bench.em_routing
 
 clean:
 	rm -rf $(VENV) demo_output

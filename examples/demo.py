@@ -1,8 +1,9 @@
 """The main demo: capsule models on the built-in procedural dataset.
 
 Trains capsule regression (EM and SGD; multiclass, one-versus-all and
-all-versus-all), a small dynamic-routing CapsNet and a small Heinsen-routing
-image model on objects made of parts
+all-versus-all), a small dynamic-routing CapsNet, a small Heinsen-routing
+image model and the small matrix-capsule network (EM routing) on objects
+made of parts
 seen from familiar viewpoints, tests on familiar and novel viewpoints,
 prints a results table and writes figures. No download; about four minutes
 on 2 CPU cores.
@@ -19,7 +20,15 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from keras_capsules import datasets, models, plots, recipes, trainers
+from keras_capsules import (
+    callbacks,
+    datasets,
+    losses,
+    models,
+    plots,
+    recipes,
+    trainers,
+)
 from keras_capsules.layers import CapsuleRegression
 
 _OUTPUT_DIR = flags.DEFINE_string(
@@ -33,6 +42,12 @@ _EPOCHS = flags.DEFINE_integer("epochs", 20, "SGD epochs.")
 _CAPSNET_EPOCHS = flags.DEFINE_integer("capsnet_epochs", 6, "CapsNet epochs.")
 _HEINSEN_EPOCHS = flags.DEFINE_integer(
     "heinsen_epochs", 4, "Heinsen routing model epochs."
+)
+_MATRIX_EPOCHS = flags.DEFINE_integer(
+    "matrix_epochs", 1, "Matrix-capsule (EM routing) model epochs."
+)
+_MATRIX_TRAIN_SIZE = flags.DEFINE_integer(
+    "matrix_train_size", 4000, "Training images of the matrix-capsule model."
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
@@ -186,6 +201,48 @@ def run_heinsen(raw, epochs):
     }
 
 
+def run_matrix_capsules(raw, epochs, train_size, output_dir):
+    """The paper's small matrix-capsule model (A=64, B=8, C=D=16) with spread
+    loss; writes the vote-distance histograms of Fig. 2."""
+    num_classes = len(datasets.SHAPE_NAMES)
+    model = models.small_matrix_capsnet(num_classes, (28, 28, 1))
+    loss = losses.SpreadLoss()
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=loss,
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=True,
+    )
+    images = raw["train"]["image"][:train_size]
+    labels = raw["train"]["label"][:train_size]
+    batch_size = 32
+    model.fit(
+        images,
+        labels,
+        batch_size=batch_size,
+        epochs=epochs,
+        verbose=0,
+        callbacks=[
+            callbacks.SpreadLossMargin(
+                loss, epochs * -(-len(labels) // batch_size)
+            )
+        ],
+    )
+    plots.plot_vote_distances(
+        model,
+        raw["test"]["image"][:3],
+        os.path.join(output_dir, "em_vote_distances.png"),
+        class_names=list(datasets.SHAPE_NAMES),
+    )
+    return {
+        s: 1.0
+        - model.evaluate(
+            raw[s]["image"], raw[s]["label"], return_dict=True, verbose=0
+        )["accuracy"]
+        for s in ("test", "test_novel")
+    }
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -200,6 +257,7 @@ def main(argv):
         ("capsule regression, multiclass", "sgd", 8, "multiclass"),
         ("CapsNet, dynamic routing", "sgd", 16, "capsnet"),
         ("Heinsen routing, image model", "sgd", 4, "heinsen"),
+        ("matrix capsules, EM routing", "sgd", 16, "matrix"),
     ]
     rows, layers = [], {}
     for name, training, capsule_dim, architecture in runs:
@@ -210,6 +268,14 @@ def main(argv):
         elif architecture == "heinsen":
             errors = run_heinsen(raw, _HEINSEN_EPOCHS.value)
             steps, layer = _HEINSEN_EPOCHS.value, None
+        elif architecture == "matrix":
+            errors = run_matrix_capsules(
+                raw,
+                _MATRIX_EPOCHS.value,
+                _MATRIX_TRAIN_SIZE.value,
+                _OUTPUT_DIR.value,
+            )
+            steps, layer = _MATRIX_EPOCHS.value, None
         elif training == "em":
             errors, steps, layer = run_em(
                 features, capsule_dim, architecture, _MAX_ITERATIONS.value

@@ -2,6 +2,21 @@
 
 __version__ = "0.1.0"
 
-from keras_capsules import layers, losses, models, ops, recipes  # noqa: E402
+from keras_capsules import (  # noqa: E402
+    callbacks,
+    layers,
+    losses,
+    models,
+    ops,
+    recipes,
+)
 
-__all__ = ["layers", "losses", "models", "ops", "recipes", "__version__"]
+__all__ = [
+    "callbacks",
+    "layers",
+    "losses",
+    "models",
+    "ops",
+    "recipes",
+    "__version__",
+]

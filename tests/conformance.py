@@ -21,6 +21,20 @@ class LayerCase:
     init_kwargs: dict
     input_shape: tuple | list
     name: str = ""
+    # Indices of inputs drawn uniform in [0, 1] (probabilities, such as
+    # capsule activations) instead of standard normal.
+    probability_inputs: tuple = ()
+    # Tolerance (relative and absolute) between compiled (XLA, SavedModel)
+    # and eager results. Iterative routing carries float32 rounding (graphs
+    # sum in another order) through several E- and M-steps; EM layers get
+    # 1e-4.
+    graph_tolerance: float | None = None
+
+    def graph_tolerances(self, rtol, atol):
+        """`(rtol, atol)`: the given defaults, or `graph_tolerance`."""
+        if self.graph_tolerance is None:
+            return {"rtol": rtol, "atol": atol}
+        return {"rtol": self.graph_tolerance, "atol": self.graph_tolerance}
 
     @property
     def input_shapes(self):
@@ -36,8 +50,12 @@ class LayerCase:
         rng = np.random.default_rng(seed)
         return self._pack(
             [
-                rng.normal(size=(batch, *shape)).astype("float32")
-                for shape in self.input_shapes
+                (
+                    rng.uniform(size=(batch, *shape))
+                    if index in self.probability_inputs
+                    else rng.normal(size=(batch, *shape))
+                ).astype("float32")
+                for index, shape in enumerate(self.input_shapes)
             ]
         )
 
@@ -68,6 +86,14 @@ def _log_magnitude_loss(outputs):
             for o in tf.nest.flatten(outputs)
         ]
     )
+
+
+def assert_all_close(test, got, want, **tolerances):
+    """Compares every output of a layer (outputs of different shapes too)."""
+    got, want = tf.nest.flatten(got), tf.nest.flatten(want)
+    test.assertLen(got, len(want))
+    for got_output, want_output in zip(got, want):
+        test.assertAllClose(got_output, want_output, **tolerances)
 
 
 def _first(outputs):
@@ -105,11 +131,11 @@ def check_saved_model_export(test, case):
     path = os.path.join(tempfile.mkdtemp(), "export")
     model.export(path)
     served = tf.saved_model.load(path)
-    test.assertAllClose(
+    assert_all_close(
+        test,
         served.serve(tf.nest.map_structure(tf.constant, x)),
         model(x),
-        rtol=1e-5,
-        atol=1e-6,
+        **case.graph_tolerances(1e-5, 1e-6),
     )
 
 
@@ -118,7 +144,7 @@ def check_xla_matches_eager(test, case):
     x = case.make_inputs()
     eager = layer(x)
     compiled = tf.function(layer, jit_compile=True)(x)
-    test.assertAllClose(compiled, eager, rtol=1e-5, atol=1e-6)
+    assert_all_close(test, compiled, eager, **case.graph_tolerances(1e-5, 1e-6))
 
 
 def check_zero_input_gradients(test, case):

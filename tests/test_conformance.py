@@ -68,6 +68,42 @@ LAYER_CASES = [
         "heinsen_routing_variable_outputs",
     ),
     conformance.LayerCase(
+        layers.PrimaryMatrixCapsules,
+        {"num_capsule_types": 3, "kernel_size": 2},
+        (5, 4, 2),
+        "primary_matrix_capsules",
+    ),
+    conformance.LayerCase(
+        layers.ConvMatrixCapsules,
+        {"num_capsule_types": 3, "kernel_size": 3, "strides": 2},
+        [(5, 5, 2), (5, 5, 2, 4, 4)],
+        "conv_matrix_capsules",
+        probability_inputs=(0,),
+        graph_tolerance=1e-4,
+    ),
+    conformance.LayerCase(
+        layers.ConvMatrixCapsules,
+        {"num_capsule_types": 2, "kernel_size": 2, "padding": "same"},
+        [(3, 4, 2), (3, 4, 2, 4, 4)],
+        "conv_matrix_capsules_same",
+        probability_inputs=(0,),
+        graph_tolerance=1e-4,
+    ),
+    conformance.LayerCase(
+        layers.MatrixCapsuleEMRouting,
+        {"num_capsules": 3},
+        [(2, 3, 4), (2, 3, 4, 4, 4)],
+        "matrix_capsule_em_routing_grid",
+        probability_inputs=(0,),
+    ),
+    conformance.LayerCase(
+        layers.MatrixCapsuleEMRouting,
+        {"num_capsules": 2, "num_iterations": 2},
+        [(5,), (5, 4, 4)],
+        "matrix_capsule_em_routing_list",
+        probability_inputs=(0,),
+    ),
+    conformance.LayerCase(
         layers.CoordinateChannels, {}, (5, 4, 2), "coordinate_channels"
     ),
     conformance.LayerCase(

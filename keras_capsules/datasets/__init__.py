@@ -9,6 +9,9 @@ from keras_capsules.datasets.heinsen_experiments import (
     load_heinsen_images,
     pad_and_crop,
 )
+from keras_capsules.datasets.matrix_capsule_experiments import (
+    load_matrix_capsule_data,
+)
 from keras_capsules.datasets.procedural_shapes import (
     SHAPE_NAMES,
     load_procedural_shapes,
@@ -36,6 +39,7 @@ __all__ = [
     "load_image_arrays",
     "load_heinsen_images",
     "load_image_dataset",
+    "load_matrix_capsule_data",
     "load_procedural_shapes",
     "load_sst",
     "pad_and_crop",

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import validation
+from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 
@@ -191,7 +192,7 @@ class HeinsenRouting(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         scores, capsules = inputs
-        mask = _input_mask(mask)
+        mask = combined_input_mask(mask)
         capsules = ops.cast(capsules, self.compute_dtype)
         beta_use = ops.cast(self.beta_use, "float32")
         beta_ign = (
@@ -293,7 +294,7 @@ class HeinsenRouting(keras.layers.Layer):
         return ops.transpose(votes, (1, 0, 3, 2, 4)) + bias
 
     def compute_mask(self, inputs, mask=None):
-        mask = _input_mask(mask)
+        mask = combined_input_mask(mask)
         if self.variable_outputs and mask is not None:
             return [mask, mask, mask]
         return None  # A fixed set of output capsules is always present.
@@ -321,16 +322,3 @@ class HeinsenRouting(keras.layers.Layer):
                 self.kernel_regularizer
             ),
         }
-
-
-def _input_mask(mask):
-    """The `(batch, n_in)` mask from a Keras mask of the two inputs, or from
-    a mask passed directly; None if there is none."""
-    if isinstance(mask, (list, tuple)):
-        masks = [m for m in mask if m is not None]
-        if not masks:
-            return None
-        mask = masks[0]
-        for other in masks[1:]:
-            mask = ops.logical_and(mask, other)
-    return mask

@@ -74,3 +74,34 @@ def check_option(layer, name, value, options):
             f"`{type(layer).__name__}` expects `{name}` to be one of "
             f"{options}. Received: {name}={value!r}."
         )
+
+
+def matrix_capsule_shapes(layer, input_shape, grid_only=False):
+    """Checks `[activations, poses]` of matrix capsules and returns the
+    poses' shape without the `4 x 4`: `(batch, H, W, B)` for a grid, or
+    `(batch, n)` for a list of capsules (unless `grid_only`)."""
+    shapes = (
+        [tuple(shape) for shape in input_shape]
+        if isinstance(input_shape, (list, tuple))
+        and len(input_shape) == 2
+        and isinstance(input_shape[0], (list, tuple))
+        else None
+    )
+    grid_ranks = (4,) if grid_only else (2, 4)
+    if (
+        shapes is None
+        or len(shapes[0]) not in grid_ranks
+        or shapes[1][:-2] != shapes[0]
+        or shapes[1][-2:] != (4, 4)
+        or shapes[0][-1] is None
+    ):
+        expected = "(batch, H, W, B) and (batch, H, W, B, 4, 4)"
+        if not grid_only:
+            expected += ", or (batch, n) and (batch, n, 4, 4)"
+        raise ValueError(
+            f"`{layer.name}` expects `[activations, poses]` of shapes "
+            f"{expected}, with a known last capsule axis. Received: "
+            f"{input_shape}. Make matrix capsules from feature maps with "
+            "`PrimaryMatrixCapsules`."
+        )
+    return shapes[0]

@@ -4,7 +4,9 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
+from keras_capsules.ops.conv_em_routing import conv_em_routing
 from keras_capsules.ops.dynamic_routing import dynamic_routing
+from keras_capsules.ops.em_routing import em_routing, em_routing_trace
 from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 from keras_capsules.ops.interpolating_coefficient import (
@@ -12,17 +14,22 @@ from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficients,
 )
 from keras_capsules.ops.margin_loss import margin_loss
+from keras_capsules.ops.spread_loss import spread_loss
 from keras_capsules.ops.squash import safe_norm, squash
 
 __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
+    "conv_em_routing",
     "dynamic_routing",
+    "em_routing",
+    "em_routing_trace",
     "heinsen_routing",
     "heinsen_routing_linear",
     "interpolating_coefficient",
     "interpolating_coefficients",
     "margin_loss",
     "safe_norm",
+    "spread_loss",
     "squash",
 ]

@@ -10,6 +10,10 @@ from keras_capsules.plots.reconstructions import (
     plot_capsule_perturbations,
     plot_reconstructions,
 )
+from keras_capsules.plots.routing_histograms import (
+    plot_vote_distances,
+    vote_distances,
+)
 
 __all__ = [
     "perturbation_grid",
@@ -17,6 +21,8 @@ __all__ = [
     "plot_latent_space",
     "plot_prototypes",
     "plot_reconstructions",
+    "plot_vote_distances",
     "prototype_indices",
     "squashed_latents",
+    "vote_distances",
 ]

@@ -61,6 +61,7 @@ class ExamplesTest(tf.test.TestCase):
                 "--epochs=1",
                 "--capsnet_epochs=1",
                 "--heinsen_epochs=1",
+                "--matrix_train_size=64",
             ],
             capture_output=True,
             text=True,
@@ -70,9 +71,13 @@ class ExamplesTest(tf.test.TestCase):
         self.assertIn("Test error on the procedural shapes", result.stdout)
         with open(os.path.join(directory, "results.json")) as f:
             rows = json.load(f)
-        self.assertLen(rows, 7)
-        self.assertEqual(rows[-1]["model"], "Heinsen routing, image model")
-        for name in ("latent_space.png", "capsnet_reconstructions.png"):
+        self.assertLen(rows, 8)
+        self.assertEqual(rows[-1]["model"], "matrix capsules, EM routing")
+        for name in (
+            "latent_space.png",
+            "capsnet_reconstructions.png",
+            "em_vote_distances.png",
+        ):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
 
 

@@ -1,0 +1,145 @@
+"""Benchmarks the matrix-capsule layers, forward plus backward, eager and
+XLA, batch 32:
+
+- every capsule layer of the paper's model at 32x32 inputs (A=B=C=D=32):
+  `conv_caps1` (32 types on 14x14 -> 32 on 6x6, stride 2), `conv_caps2`
+  (6x6 -> 4x4), `class_capsules` (32 types on 4x4 -> 10, coordinate
+  addition), and the whole model;
+- the same for the small model (A=64, B=8, C=D=16);
+- DESIGN.md's shapes: `design_conv` (K=3, 8 -> 16 types, 6x6 -> 4x4) and
+  `design_class` (16 types on 3x3 -> 10, coordinate addition).
+
+Prints one JSON object per measurement, each from its own subprocess so
+that its peak memory is its own (`peak_memory_mb`: peak less the memory
+just before the measured work). Measures; never asserts.
+
+Usage: python -m bench.em_routing [--repeats=3] [--batch_size=32]
+"""
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+from bench import measure
+from keras_capsules import layers, models
+
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
+_CASE = flags.DEFINE_string(
+    "case", None, "Run one measurement (`name:mode`) in this process."
+)
+
+# name: (layer factory, child grid, child types); None grid: whole model.
+_LAYERS = {
+    "full_conv_caps1": (lambda: layers.ConvMatrixCapsules(32, 3, 2), 14, 32),
+    "full_conv_caps2": (lambda: layers.ConvMatrixCapsules(32, 3, 1), 6, 32),
+    "full_class_capsules": (lambda: layers.MatrixCapsuleEMRouting(10), 4, 32),
+    "full_model": (lambda: models.matrix_capsnet(), None, None),
+    "small_conv_caps1": (lambda: layers.ConvMatrixCapsules(16, 3, 2), 14, 8),
+    "small_conv_caps2": (lambda: layers.ConvMatrixCapsules(16, 3, 1), 6, 16),
+    "small_class_capsules": (
+        lambda: layers.MatrixCapsuleEMRouting(10),
+        4,
+        16,
+    ),
+    "small_model": (lambda: models.small_matrix_capsnet(), None, None),
+    "design_conv": (lambda: layers.ConvMatrixCapsules(16, 3, 1), 6, 8),
+    "design_class": (lambda: layers.MatrixCapsuleEMRouting(10), 3, 16),
+}
+_CASES = [f"{name}:{mode}" for name in _LAYERS for mode in ("eager", "xla")]
+
+
+def _inputs(batch, grid, types):
+    rng = np.random.default_rng(0)
+    if grid is None:
+        return tf.constant(rng.normal(size=(batch, 32, 32, 1)), tf.float32)
+    return [
+        tf.constant(rng.uniform(size=(batch, grid, grid, types)), tf.float32),
+        tf.constant(
+            rng.normal(size=(batch, grid, grid, types, 4, 4)), tf.float32
+        ),
+    ]
+
+
+def _step_function(name, batch, mode):
+    """A no-argument function running one forward+backward pass."""
+    factory, grid, types = _LAYERS[name]
+    layer = factory()
+    inputs = _inputs(batch, grid, types)
+    layer(tf.nest.map_structure(lambda x: x[:1], inputs))
+
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs = tf.nest.flatten(layer(inputs))
+            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
+        return tape.gradient(
+            loss, [*tf.nest.flatten(inputs), *layer.trainable_weights]
+        )
+
+    if mode == "xla":
+        step = tf.function(step, jit_compile=True)
+    return layer, lambda: [g.numpy() for g in step()]
+
+
+def run_case(case):
+    name, mode = case.split(":")
+    batch = _BATCH_SIZE.value
+    layer, step = _step_function(name, batch, mode)
+    before = measure.peak_memory_mb()
+    seconds = measure.best_seconds(step, _REPEATS.value)
+    _, grid, types = _LAYERS[name]
+    shape = (
+        {"image": [32, 32, 1]}
+        if grid is None
+        else {"grid": grid, "child_types": types}
+    )
+    return {
+        "name": f"em_routing_{name}_forward_backward",
+        "mode": mode,
+        "shape": shape,
+        "parameters": int(
+            sum(np.prod(w.shape) for w in layer.trainable_weights)
+        ),
+        "batch_size": batch,
+        "seconds_per_step": round(seconds, 5),
+        "examples_per_second": round(batch / seconds, 1),
+        "peak_memory_mb": round(measure.peak_memory_mb() - before),
+        "device": measure.device_name(),
+    }
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    keras.utils.set_random_seed(0)
+    if _CASE.value:
+        print(json.dumps(run_case(_CASE.value)), flush=True)
+        return
+    for case in _CASES:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bench.em_routing",
+                f"--case={case}",
+                f"--repeats={_REPEATS.value}",
+                f"--batch_size={_BATCH_SIZE.value}",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line]
+        if result.returncode or not lines:
+            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
+        else:
+            print(lines[-1], flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

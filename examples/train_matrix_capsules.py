@@ -1,0 +1,324 @@
+"""Trains the matrix-capsule network with EM routing (Hinton, Sabour,
+Frosst 2018): spread loss with its margin rising from 0.2 to 0.9, Adam.
+
+Datasets: `smallnorb` (TFDS; 48x48, standardised, random 32x32 crops with
+brightness and contrast, centre crop at test; `--multi_crop` averages the
+class activations over nine crops), `mnist`, `fashion_mnist` (TFDS) and
+`procedural_shapes` (built in).
+
+`--viewpoints=azimuth|elevation` (smallNORB) or `rotation` (procedural)
+trains on familiar viewpoints and reports errors on familiar (`test`) and
+novel (`test_novel`) viewpoints. `--cnn_baseline` runs the paper's
+novel-viewpoint comparison (sec. 5.1): it first trains the CNN baseline,
+then trains the capsules until their familiar-viewpoint error matches the
+CNN's, and reports both models' novel-viewpoint errors.
+
+`--model_dir` holds a backup that resumes an interrupted run, the latest
+model, TensorBoard logs and `results.json`; `--export_dir` writes a
+SavedModel whose `serve` signature maps images to class activations.
+
+Usage:
+  python -m examples.train_matrix_capsules --dataset=mnist --model=small \
+      --epochs=2 --model_dir=runs/em_mnist
+"""
+
+import json
+import os
+import time
+
+import keras
+import tensorflow as tf
+from absl import app, flags
+
+from examples import distribution, heinsen_training
+from keras_capsules import callbacks, datasets, losses, models
+from keras_capsules.datasets import matrix_capsule_experiments as experiments
+from keras_capsules.layers import inverse_temperatures
+
+_DATASET = flags.DEFINE_enum(
+    "dataset", "mnist", list(experiments.DATASETS), "Dataset."
+)
+_MODEL = flags.DEFINE_enum(
+    "model",
+    "full",
+    ["full", "small"],
+    "`full`: A=B=C=D=32 (310K weights); `small`: A=64, B=8, C=D=16 (68K).",
+)
+_EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training set.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", 3e-3, "Adam's rate.")
+_ROUTING_ITERATIONS = flags.DEFINE_integer(
+    "routing_iterations", 3, "EM iterations of every routing layer."
+)
+_FINAL_INVERSE_TEMPERATURE = flags.DEFINE_float(
+    "final_inverse_temperature",
+    inverse_temperatures.DEFAULT_FINAL_INVERSE_TEMPERATURE,
+    "lambda of the last routing iteration; it rises linearly to it.",
+)
+_COORDINATE_ADDITION = flags.DEFINE_boolean(
+    "coordinate_addition", True, "Coordinate addition in class capsules."
+)
+_LOSS = flags.DEFINE_enum(
+    "loss",
+    "spread",
+    ["spread", "margin", "cross_entropy"],
+    "Training loss (Table 1): spread (margin 0.2 -> 0.9), CapsNet's margin "
+    "loss, or cross-entropy of the softmax of the activations.",
+)
+_VIEWPOINTS = flags.DEFINE_enum(
+    "viewpoints",
+    "none",
+    list(experiments.VIEWPOINT_SPLITS),
+    "Train on familiar viewpoints only (sec. 5.1).",
+)
+_CNN_BASELINE = flags.DEFINE_boolean(
+    "cnn_baseline",
+    False,
+    "Novel-viewpoint comparison: train the CNN baseline first, stop the "
+    "capsules at its familiar-viewpoint error.",
+)
+_BASELINE_EPOCHS = flags.DEFINE_integer(
+    "baseline_epochs", 5, "Epochs of the CNN baseline."
+)
+_MULTI_CROP = flags.DEFINE_boolean(
+    "multi_crop", False, "smallNORB: also test on nine crops per image."
+)
+_TRAIN_SIZE = flags.DEFINE_integer(
+    "train_size", None, "Use only the first training examples."
+)
+_TEST_SIZE = flags.DEFINE_integer(
+    "test_size", None, "Use only the first examples of each test set."
+)
+_MIXED_PRECISION = flags.DEFINE_enum(
+    "mixed_precision",
+    "none",
+    ["none", "mixed_float16", "mixed_bfloat16"],
+    "Keras dtype policy.",
+)
+_JIT_COMPILE = flags.DEFINE_enum(
+    "jit_compile", "true", ["auto", "true", "false"], "XLA train step."
+)
+_STRATEGY = flags.DEFINE_enum(
+    "strategy", "default", list(distribution.STRATEGIES), "tf.distribute."
+)
+_MODEL_DIR = flags.DEFINE_string(
+    "model_dir", None, "Backups, model, TensorBoard logs and results."
+)
+_BACKUP_STEPS = flags.DEFINE_integer(
+    "backup_steps", 200, "Steps between backups."
+)
+_EXPORT_DIR = flags.DEFINE_string(
+    "export_dir", None, "Where to write the serving SavedModel."
+)
+_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+
+
+def make_loss():
+    """The `--loss` and the callbacks its schedule needs."""
+    if _LOSS.value == "spread":
+        return losses.SpreadLoss(0.2)
+    if _LOSS.value == "margin":
+        return losses.MarginLoss()
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+class StopAtError(keras.callbacks.Callback):
+    """Stops training once the error on `data` is at most `target` (checked
+    every `every` steps): the paper matches familiar-viewpoint errors."""
+
+    def __init__(self, data, target, every):
+        super().__init__()
+        self.data, self.target, self.every = data, target, every
+        self.reached = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every:
+            return
+        scores = self.model.evaluate(self.data, verbose=0, return_dict=True)
+        if 1.0 - scores["accuracy"] <= self.target:
+            self.reached = step
+            self.model.stop_training = True
+
+
+def load(split, full_images=False):
+    return datasets.load_matrix_capsule_data(
+        _DATASET.value,
+        split,
+        _BATCH_SIZE.value,
+        _VIEWPOINTS.value,
+        _TRAIN_SIZE.value if split == "train" else _TEST_SIZE.value,
+        _SEED.value,
+        full_images,
+    )
+
+
+def test_splits():
+    novel = _VIEWPOINTS.value != "none"
+    return ("test", "test_novel") if novel else ("test",)
+
+
+def errors(model, tests):
+    return {
+        f"{split}_error": round(
+            1.0 - model.evaluate(data, verbose=0, return_dict=True)["accuracy"],
+            5,
+        )
+        for split, data in tests.items()
+    }
+
+
+def multi_crop_error(model):
+    """smallNORB test error with activations averaged over nine crops."""
+    wrong = total = 0
+    for images, labels in load("test", full_images=True):
+        crops = experiments.test_crops(images)
+        activations = tf.reduce_mean(
+            tf.stack([model(crop, training=False) for crop in crops]), 0
+        )
+        predicted = tf.argmax(activations, -1, output_type=labels.dtype)
+        wrong += int(tf.reduce_sum(tf.cast(predicted != labels, tf.int32)))
+        total += int(labels.shape[0])
+    return round(wrong / total, 5)
+
+
+def train_cnn_baseline(image_shape, num_classes, train, tests, jit):
+    """The paper's CNN baseline; returns its errors."""
+    cnn = models.viewpoint_cnn(num_classes, image_shape)
+    cnn.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=jit,
+    )
+    cnn.fit(train, epochs=_BASELINE_EPOCHS.value, verbose=2)
+    return {**errors(cnn, tests), "parameters": cnn.count_params()}
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _CNN_BASELINE.value and _VIEWPOINTS.value == "none":
+        raise app.UsageError("--cnn_baseline needs a --viewpoints split.")
+    keras.utils.set_random_seed(_SEED.value)
+    if _MIXED_PRECISION.value != "none":
+        keras.mixed_precision.set_dtype_policy(_MIXED_PRECISION.value)
+    model_dir = _MODEL_DIR.value
+    os.makedirs(model_dir, exist_ok=True)
+    image_shape, num_classes = experiments.dataset_info(_DATASET.value)
+    train = load("train")
+    tests = {split: load(split).cache() for split in test_splits()}
+    steps_per_epoch = int(train.cardinality())
+    if steps_per_epoch < 0:  # smallNORB filters: count once
+        steps_per_epoch = sum(1 for _ in train)
+    jit = heinsen_training.use_xla(_JIT_COMPILE.value)
+    results = {"dataset": _DATASET.value, "flags": flags_summary()}
+    extra_callbacks = []
+    if _CNN_BASELINE.value:
+        results["cnn"] = train_cnn_baseline(
+            image_shape, num_classes, train, tests, jit
+        )
+        stopper = StopAtError(
+            tests["test"], results["cnn"]["test_error"], steps_per_epoch // 4
+        )
+        extra_callbacks.append(stopper)
+    strategy = distribution.make_strategy(_STRATEGY.value)
+    with strategy.scope():
+        build = models.matrix_capsnet
+        sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
+        iterations = _ROUTING_ITERATIONS.value
+        model = build(
+            *sizes,
+            num_classes=num_classes,
+            input_shape=image_shape,
+            num_iterations=iterations,
+            inverse_temperatures=[
+                _FINAL_INVERSE_TEMPERATURE.value * (t + 1) / iterations
+                for t in range(iterations)
+            ],
+            coordinate_addition=_COORDINATE_ADDITION.value,
+        )
+        loss = make_loss()
+        model.compile(
+            optimizer=keras.optimizers.Adam(_LEARNING_RATE.value),
+            loss=loss,
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            jit_compile=jit,
+        )
+    if _LOSS.value == "spread":
+        extra_callbacks.append(
+            callbacks.SpreadLossMargin(
+                loss, _EPOCHS.value * steps_per_epoch, 0.2, 0.9
+            )
+        )
+    start = time.time()
+    history = model.fit(
+        train,
+        epochs=_EPOCHS.value,
+        validation_data=tests["test"],
+        callbacks=heinsen_training.make_callbacks(
+            model_dir, "matrix_capsnet.keras", _BACKUP_STEPS.value
+        )
+        + extra_callbacks,
+        verbose=2,
+    )
+    results.update(
+        {
+            "train_seconds": round(time.time() - start, 1),
+            "steps": int(model.optimizer.iterations.numpy()),
+            "parameters": model.count_params(),
+            "history": {
+                key: [float(value) for value in values]
+                for key, values in history.history.items()
+            },
+            **errors(model, tests),
+        }
+    )
+    if _CNN_BASELINE.value:
+        results["stopped_at_matched_error_step"] = extra_callbacks[0].reached
+    if _MULTI_CROP.value and _DATASET.value == "smallnorb":
+        results["test_multi_crop_error"] = multi_crop_error(model)
+    model.save(os.path.join(model_dir, "matrix_capsnet.keras"))
+    with open(os.path.join(model_dir, "results.json"), "w") as file:
+        json.dump(results, file, indent=1)
+    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
+    if _EXPORT_DIR.value:
+        export_serving(model, image_shape)
+
+
+def flags_summary():
+    names = (
+        "model", "epochs", "batch_size", "learning_rate",
+        "routing_iterations", "final_inverse_temperature",
+        "coordinate_addition", "loss", "viewpoints", "cnn_baseline",
+        "baseline_epochs", "train_size", "mixed_precision", "strategy", "seed",
+    )  # fmt: skip
+    return {name: getattr(flags.FLAGS, name) for name in names}
+
+
+def export_serving(model, image_shape):
+    """A SavedModel whose `serve` maps images to `{"activations",
+    "class_ids"}`."""
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+
+    def serve(images):
+        activations = tf.cast(model(images, training=False), tf.float32)
+        return {
+            "activations": activations,
+            "class_ids": tf.argmax(activations, -1),
+        }
+
+    archive.add_endpoint(
+        "serve",
+        serve,
+        input_signature=[
+            tf.TensorSpec((None, *image_shape), tf.float32, "images")
+        ],
+    )
+    archive.write_out(_EXPORT_DIR.value, verbose=False)
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("model_dir")
+    app.run(main)

@@ -1,0 +1,163 @@
+"""Datasets of the matrix-capsule experiments (Hinton, Sabour, Frosst 2018,
+sec. 5) as `tf.data` pipelines of `(images, class ids)`.
+
+```none
+name               image        classes  training / test preparation
+smallnorb          32x32x1      5        48x48, per-image standardisation,
+                                         random 32x32 crop + brightness and
+                                         contrast / centre crop
+mnist              28x28x1      10       none
+fashion_mnist      28x28x1      10       none
+procedural_shapes  28x28x1      10       none
+```
+
+Viewpoint splits (sec. 5.1) train on familiar viewpoints only and test on
+familiar (`test`) and novel (`test_novel`) ones: `smallnorb` by azimuth
+(train on 300-40 degrees, novel 60-280) or by elevation (train on the 3
+lowest, novel the 6 highest); `procedural_shapes` by rotation (train on
+|angle| <= 30 degrees, novel beyond). smallNORB comes from TFDS; it must be
+prepared in `TFDS_DATA_DIR` on machines without downloads.
+"""
+
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
+from keras_capsules.datasets.procedural_shapes import SHAPE_NAMES
+
+DATASETS = ("smallnorb", "mnist", "fashion_mnist", "procedural_shapes")
+VIEWPOINT_SPLITS = ("none", "azimuth", "elevation", "rotation")
+# smallNORB azimuth ids are multiples of 20 degrees: 300-40 degrees.
+_FAMILIAR_AZIMUTHS = (15, 16, 17, 0, 1, 2)
+_FAMILIAR_ELEVATIONS = (0, 1, 2)
+_SMALLNORB_SIZE, _CROP = 48, 32
+# Random brightness and contrast of training crops (the paper gives no
+# ranges; these are moderate for standardised images).
+_MAX_BRIGHTNESS, _CONTRAST_RANGE = 0.2, (0.8, 1.2)
+
+
+def dataset_info(name):
+    """Returns `(image_shape, num_classes)` of what the model sees."""
+    if name not in DATASETS:
+        raise ValueError(
+            f"Unknown dataset {name!r}. Expected one of {DATASETS}."
+        )
+    if name == "smallnorb":
+        return (_CROP, _CROP, 1), 5
+    if name == "procedural_shapes":
+        return (28, 28, 1), len(SHAPE_NAMES)
+    return (28, 28, 1), 10
+
+
+def standardize_smallnorb(features):
+    """A TFDS smallNORB record to `(48x48x1 image with zero mean and unit
+    variance, category)`; the first image of the stereo pair."""
+    image = tf.image.resize(
+        tf.cast(features["image"], tf.float32),
+        (_SMALLNORB_SIZE, _SMALLNORB_SIZE),
+        antialias=True,
+    )
+    return tf.image.per_image_standardization(image), features["label_category"]
+
+
+def random_crop_and_jitter(image, label, seed=None):
+    """Training preparation: a random 32x32 crop, random brightness and
+    contrast."""
+    image = tf.image.random_crop(image, (_CROP, _CROP, 1), seed=seed)
+    image = tf.image.random_brightness(image, _MAX_BRIGHTNESS, seed=seed)
+    image = tf.image.random_contrast(image, *_CONTRAST_RANGE, seed=seed)
+    return image, label
+
+
+def centre_crop(image, label):
+    """Test preparation: the central 32x32 crop."""
+    offset = (_SMALLNORB_SIZE - _CROP) // 2
+    return image[offset : offset + _CROP, offset : offset + _CROP], label
+
+
+def test_crops(images, stride=8):
+    """Multi-crop testing: every 32x32 crop of `(batch, 48, 48, 1)` images
+    on a grid of `stride` pixels, `(crops, batch, 32, 32, 1)`; average the
+    class activations over the first axis."""
+    starts = range(0, _SMALLNORB_SIZE - _CROP + 1, stride)
+    return tf.stack(
+        [
+            images[:, y : y + _CROP, x : x + _CROP]
+            for y in starts
+            for x in starts
+        ]
+    )
+
+
+def _viewpoint_filter(viewpoints, split, familiar):
+    key, allowed = {
+        "azimuth": ("label_azimuth", _FAMILIAR_AZIMUTHS),
+        "elevation": ("label_elevation", _FAMILIAR_ELEVATIONS),
+    }[viewpoints]
+
+    def keep(features):
+        is_familiar = tf.reduce_any(
+            tf.equal(features[key], tf.constant(allowed, tf.int64))
+        )
+        return is_familiar if familiar else tf.logical_not(is_familiar)
+
+    return keep
+
+
+def _smallnorb(split, viewpoints, size):
+    base = "train" if split == "train" else "test"
+    data = tfds.load("smallnorb", split=base)
+    if viewpoints != "none":
+        data = data.filter(
+            _viewpoint_filter(viewpoints, split, split != "test_novel")
+        )
+    if size is not None:
+        data = data.take(size)
+    return data.map(standardize_smallnorb, tf.data.AUTOTUNE)
+
+
+def load_matrix_capsule_data(
+    name,
+    split,
+    batch_size,
+    viewpoints="none",
+    size=None,
+    seed=0,
+    full_images=False,
+):
+    """Returns a `tf.data.Dataset` of `(images, class ids)` batches.
+
+    Args:
+        name: one of `DATASETS`.
+        split: `"train"`, `"test"`, or with a viewpoint split (and for
+            `procedural_shapes`) `"test_novel"`.
+        batch_size: int.
+        viewpoints: one of `VIEWPOINT_SPLITS`: `"azimuth"`, `"elevation"`
+            (smallNORB) or `"rotation"` (procedural shapes; its splits are
+            always by rotation).
+        size: optional int, keep only the first examples.
+        seed: int, shuffling and augmentation seed.
+        full_images: bool, smallNORB test images at 48x48 (for
+            `test_crops`) instead of their centre crop.
+    """
+    if viewpoints not in VIEWPOINT_SPLITS:
+        raise ValueError(
+            f"Unknown viewpoint split {viewpoints!r}. Expected one of "
+            f"{VIEWPOINT_SPLITS}."
+        )
+    dataset_info(name)
+    training = split == "train"
+    if name == "smallnorb":
+        data = _smallnorb(split, viewpoints, size)
+        if training:
+            data = data.shuffle(25_000, seed=seed).map(
+                random_crop_and_jitter, tf.data.AUTOTUNE
+            )
+        elif not full_images:
+            data = data.map(centre_crop, tf.data.AUTOTUNE)
+    else:
+        images, labels = load_experiment_arrays(name, split, size, seed)
+        data = tf.data.Dataset.from_tensor_slices((images, labels))
+        if training:
+            data = data.shuffle(60_000, seed=seed)
+    return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,204 @@
+"""Convolutional matrix capsules routed by EM (Hinton, Sabour, Frosst
+2018, sec. 4)."""
+
+import keras
+from keras import ops
+
+from keras_capsules.layers import inverse_temperatures as schedules
+from keras_capsules.layers import validation
+from keras_capsules.layers.masks import combined_input_mask
+from keras_capsules.ops.capsule_patches import extract_patches
+from keras_capsules.ops.conv_em_routing import conv_em_routing
+
+
+def same_padding(size, kernel_size, strides):
+    """`(before, after)` padding that gives `ceil(size / strides)` outputs."""
+    outputs = -(-size // strides)
+    total = max((outputs - 1) * strides + kernel_size - size, 0)
+    return total // 2, total - total // 2
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class ConvMatrixCapsules(keras.layers.Layer):
+    """A convolutional capsule layer: each child in a `K x K` window votes
+    `V = M W` for each parent type, and EM routing turns the votes into
+    parent poses and activations.
+
+    One `4 x 4` transformation `W[ky, kx, t, c]` per kernel offset, child
+    type `t` and parent type `c`, shared across positions. Routing is
+    `keras_capsules.ops.conv_em_routing`: a child's assignments are
+    normalised over every parent (of every type, at every position) whose
+    receptive field holds it. `beta_u` and `beta_a` are learned per parent
+    type. The paper's ConvCaps1 and ConvCaps2 are `ConvMatrixCapsules(32,
+    3, strides=2)` and `ConvMatrixCapsules(32, 3, strides=1)`.
+
+    Args:
+        num_capsule_types: int `C`, parent capsule types per position.
+        kernel_size: int `K`. Defaults to `3`.
+        strides: int. Defaults to `1`.
+        padding: `"valid"` (the paper) or `"same"`; `"same"` adds children
+            of activation 0 around the grid. Defaults to `"valid"`.
+        num_iterations: int >= 1, routing iterations. Defaults to `3`.
+        inverse_temperatures: optional list of `num_iterations` floats, the
+            `lambda` of each iteration; None for
+            `inverse_temperatures.default_inverse_temperatures`. Held in a
+            non-trainable weight that `callbacks.InverseTemperatureSchedule`
+            may change during training.
+        kernel_initializer: initializer of `W`. Defaults to a truncated
+            normal of standard deviation 0.5, which keeps votes at the scale
+            of the poses.
+        kernel_regularizer: optional regularizer of `W`.
+        **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+
+    Call arguments:
+        inputs: `[activations, poses]`, `(batch, H, W, B)` and
+            `(batch, H, W, B, 4, 4)`.
+        mask: optional bool `(batch, H, W, B)`, True for children that take
+            part.
+
+    Returns:
+        `[activations, poses]`: `(batch, H', W', C)` and
+        `(batch, H', W', C, 4, 4)`, `H' = (H - K) // strides + 1` for
+        `"valid"`.
+
+    Example:
+
+    >>> layer = ConvMatrixCapsules(4, kernel_size=3, strides=2)
+    >>> activations, poses = layer([np.ones((2, 7, 7, 3)),
+    ...                             np.zeros((2, 7, 7, 3, 4, 4))])
+    >>> poses.shape
+    TensorShape([2, 3, 3, 4, 4, 4])
+    """
+
+    def __init__(
+        self,
+        num_capsule_types,
+        kernel_size=3,
+        strides=1,
+        padding="valid",
+        num_iterations=3,
+        inverse_temperatures=None,
+        kernel_initializer=None,
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_capsule_types = num_capsule_types
+        self.kernel_size = kernel_size
+        self.strides = strides
+        self.num_iterations = num_iterations
+        validation.check_positive_ints(
+            self,
+            ["num_capsule_types", "kernel_size", "strides", "num_iterations"],
+        )
+        validation.check_option(self, "padding", padding, ("valid", "same"))
+        self.padding = padding
+        self.inverse_temperatures = schedules.resolve(
+            self, num_iterations, inverse_temperatures
+        )
+        self.kernel_initializer = keras.initializers.get(
+            kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)
+        )
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        _, height, width, child_types = validation.matrix_capsule_shapes(
+            self, input_shape, grid_only=True
+        )
+        if height is None or width is None:
+            raise ValueError(
+                f"`{self.name}` needs the grid size when it is built. "
+                f"Received: {input_shape}. Give the model a fixed "
+                "`input_shape`."
+            )
+        if self.padding == "valid":
+            for size in (height, width):
+                if size < self.kernel_size:
+                    raise ValueError(
+                        f"`{self.name}` needs a grid of at least "
+                        f"{self.kernel_size}x{self.kernel_size} capsules with "
+                        f"padding='valid'. Received: {input_shape}. Use "
+                        "padding='same' or a smaller kernel."
+                    )
+        kernel = self.kernel_size
+        self.kernel = self.add_weight(  # W[ky, kx, t, c]: 4x4 each
+            name="kernel",
+            shape=(kernel, kernel, child_types, self.num_capsule_types, 4, 4),
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+        self.beta_u = self.add_weight(
+            name="beta_u", shape=(self.num_capsule_types,), initializer="zeros"
+        )
+        self.beta_a = self.add_weight(
+            name="beta_a", shape=(self.num_capsule_types,), initializer="zeros"
+        )
+        schedules.add_weight(self)
+
+    def _pad(self, grid, value_axes):
+        if self.padding == "valid":
+            return grid
+        rows = same_padding(grid.shape[1], self.kernel_size, self.strides)
+        columns = same_padding(grid.shape[2], self.kernel_size, self.strides)
+        return ops.pad(grid, [[0, 0], rows, columns] + [[0, 0]] * value_axes)
+
+    def call(self, inputs, mask=None):
+        activations, poses = inputs
+        mask = combined_input_mask(mask)
+        if mask is not None:
+            activations = activations * ops.cast(mask, activations.dtype)
+        activations = self._pad(activations, 1)
+        patches = self._pad(poses, 3)
+        patches = extract_patches(patches, self.kernel_size, self.strides)
+        votes = ops.einsum("bpqyxtik,yxtckl->bpqyxtcil", patches, self.kernel)
+        shape = ops.shape(votes)
+        # Route in float32: float16 variances and log-densities lose range.
+        parent_activations, means, _ = conv_em_routing(
+            ops.cast(ops.reshape(votes, (*shape[:7], 16)), "float32"),
+            ops.cast(activations, "float32"),
+            ops.cast(self.beta_u, "float32"),
+            ops.cast(self.beta_a, "float32"),
+            self.inverse_temperature_weight,
+            self.strides,
+        )
+        return [
+            ops.cast(parent_activations, self.compute_dtype),
+            ops.cast(
+                ops.reshape(means, (*ops.shape(means)[:4], 4, 4)),
+                self.compute_dtype,
+            ),
+        ]
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, _ = input_shape[0]
+
+        def parents(size):
+            if size is None:
+                return None
+            if self.padding == "same":
+                return -(-size // self.strides)
+            return (size - self.kernel_size) // self.strides + 1
+
+        grid = (batch, parents(height), parents(width), self.num_capsule_types)
+        return [grid, (*grid, 4, 4)]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_capsule_types": self.num_capsule_types,
+            "kernel_size": self.kernel_size,
+            "strides": self.strides,
+            "padding": self.padding,
+            "num_iterations": self.num_iterations,
+            "inverse_temperatures": self.inverse_temperatures,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+            "kernel_regularizer": keras.regularizers.serialize(
+                self.kernel_regularizer
+            ),
+        }

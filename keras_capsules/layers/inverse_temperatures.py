@@ -1,0 +1,46 @@
+"""The inverse-temperature schedule of EM routing layers: one `lambda`
+per iteration, held in a non-trainable weight so callbacks can change it
+during training and saved models keep it."""
+
+import keras
+
+# lambda of the last iteration by default. The paper fixes no value; its
+# cost sum_h (beta_u + log sigma^h) sum_i R_ij grows with the number of
+# children, so lambda = 1 saturates a_j at initialisation in the paper's
+# layers. 0.01 keeps the logits of a 32-type 3x3 layer near unit scale.
+DEFAULT_FINAL_INVERSE_TEMPERATURE = 0.01
+
+
+def default_inverse_temperatures(num_iterations):
+    """`lambda_t = lambda_final (t + 1) / T`: rising linearly to
+    `DEFAULT_FINAL_INVERSE_TEMPERATURE` over `T` iterations."""
+    return [
+        DEFAULT_FINAL_INVERSE_TEMPERATURE * (t + 1) / num_iterations
+        for t in range(num_iterations)
+    ]
+
+
+def resolve(layer, num_iterations, inverse_temperatures):
+    """The schedule as a list of floats, checked against `num_iterations`."""
+    if inverse_temperatures is None:
+        return default_inverse_temperatures(num_iterations)
+    schedule = [float(value) for value in inverse_temperatures]
+    if len(schedule) != num_iterations or min(schedule) <= 0:
+        raise ValueError(
+            f"`{type(layer).__name__}` expects `inverse_temperatures` to "
+            f"hold num_iterations={num_iterations} positive values, one per "
+            f"iteration. Received: {inverse_temperatures!r}. Leave it None "
+            "for the default schedule."
+        )
+    return schedule
+
+
+def add_weight(layer):
+    """Adds `layer.inverse_temperature_weight`, `(num_iterations,)`."""
+    layer.inverse_temperature_weight = layer.add_weight(
+        name="inverse_temperatures",
+        shape=(layer.num_iterations,),
+        initializer=keras.initializers.Constant(layer.inverse_temperatures),
+        trainable=False,
+        dtype="float32",
+    )

@@ -1,0 +1,48 @@
+"""`SpreadLoss`: Keras loss around `ops.spread_loss` (Hinton et al. 2018,
+eq. 3)."""
+
+import keras
+from keras import ops
+
+from keras_capsules.losses.margin_loss import class_targets
+from keras_capsules.ops.spread_loss import spread_loss
+
+
+@keras.saving.register_keras_serializable(package="keras_capsules")
+class SpreadLoss(keras.losses.Loss):
+    """The spread loss of matrix capsules (Hinton, Sabour, Frosst 2018).
+
+    Penalises every wrong class whose activation comes closer than the
+    margin `m` to the target's: `sum_{i != t} max(0, m - (a_t - a_i))^2`.
+    `y_true` holds class ids `(batch,)` or one-hot `(batch, n)`; `y_pred`
+    the class activations `(batch, n)`. The margin is a non-trainable
+    variable, `margin`, so `callbacks.SpreadLossMargin` can raise it from
+    0.2 to 0.9 during training, as in the paper.
+
+    Args:
+        margin: float, the starting margin `m`. Defaults to `0.2`.
+        reduction, name, dtype: as for any `keras.losses.Loss`.
+    """
+
+    def __init__(
+        self,
+        margin=0.2,
+        reduction="sum_over_batch_size",
+        name="spread_loss",
+        dtype=None,
+    ):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.margin = keras.Variable(
+            float(margin), trainable=False, dtype="float32", name="margin"
+        )
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.cast(y_pred, "float32")
+        targets = class_targets(y_true, y_pred.shape[-1])
+        return spread_loss(targets, y_pred, self.margin)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "margin": float(ops.convert_to_numpy(self.margin)),
+        }

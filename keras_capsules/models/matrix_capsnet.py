@@ -1,0 +1,103 @@
+"""The matrix-capsule network of Hinton, Sabour, Frosst (2018, Fig. 1) and
+the CNN baseline of its novel-viewpoint experiment (sec. 5.1)."""
+
+import keras
+
+from keras_capsules import layers
+
+
+def matrix_capsnet(
+    A=32,
+    B=32,
+    C=32,
+    D=32,
+    num_classes=10,
+    input_shape=(32, 32, 1),
+    num_iterations=3,
+    inverse_temperatures=None,
+    coordinate_addition=True,
+    name="matrix_capsnet",
+):
+    """Returns the paper's network, mapping images to class activations.
+
+    ```none
+    ReLU Conv1     5x5, A channels, stride 2
+    PrimaryCaps    1x1, B capsule types (4x4 pose + activation)
+    ConvCaps1      3x3, C types, stride 2, EM routing
+    ConvCaps2      3x3, D types, stride 1, EM routing
+    Class Capsules one per class, shared per type, coordinate addition
+    ```
+
+    The paper's model is `A = B = C = D = 32` (about 310K weights at 32x32
+    inputs); its small model `A = 64, B = 8, C = D = 16` (68K).
+
+    Args:
+        A, B, C, D: the paper's channel and capsule-type counts.
+        num_classes: int, class capsules.
+        input_shape: `(H, W, channels)`; the smallest grid that fits is
+            about 24x24 (ConvCaps2 needs a 3x3 grid).
+        num_iterations: routing iterations of every capsule layer.
+        inverse_temperatures: optional `lambda` schedule (one per
+            iteration) of every routing layer; None for the default.
+        coordinate_addition: bool, coordinate addition in the class
+            capsules. Defaults to `True`.
+        name: model name.
+
+    Returns:
+        A `keras.Model` from images to `(batch, num_classes)` class
+        activations in `[0, 1]`; the layers are named `conv1`,
+        `primary_caps`, `conv_caps1`, `conv_caps2`, `class_capsules`.
+    """
+    routing = {
+        "num_iterations": num_iterations,
+        "inverse_temperatures": inverse_temperatures,
+    }
+    images = keras.Input(input_shape, name="images")
+    features = keras.layers.Conv2D(
+        A, 5, strides=2, activation="relu", name="conv1"
+    )(images)
+    capsules = layers.PrimaryMatrixCapsules(B, name="primary_caps")(features)
+    capsules = layers.ConvMatrixCapsules(
+        C, 3, strides=2, name="conv_caps1", **routing
+    )(capsules)
+    capsules = layers.ConvMatrixCapsules(
+        D, 3, strides=1, name="conv_caps2", **routing
+    )(capsules)
+    activations, _ = layers.MatrixCapsuleEMRouting(
+        num_classes,
+        coordinate_addition=coordinate_addition,
+        name="class_capsules",
+        **routing,
+    )(capsules)
+    return keras.Model(images, activations, name=name)
+
+
+def small_matrix_capsnet(num_classes=10, input_shape=(32, 32, 1), **kwargs):
+    """The paper's small model: `A = 64, B = 8, C = D = 16` (68K weights)."""
+    return matrix_capsnet(
+        64,
+        8,
+        16,
+        16,
+        num_classes,
+        input_shape,
+        name="small_matrix_capsnet",
+        **kwargs,
+    )
+
+
+def viewpoint_cnn(num_classes=10, input_shape=(32, 32, 1), name="cnn"):
+    """The CNN baseline of the paper's novel-viewpoint experiment: 5x5
+    convolutions of 32 and 64 channels (stride 1, each followed by 2x2 max
+    pooling), 1024 ReLU units with dropout, and a softmax. Returns class
+    probabilities."""
+    images = keras.Input(input_shape, name="images")
+    x = keras.layers.Conv2D(32, 5, activation="relu", padding="same")(images)
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = keras.layers.Conv2D(64, 5, activation="relu", padding="same")(x)
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(1024, activation="relu")(x)
+    x = keras.layers.Dropout(0.5)(x)
+    probabilities = keras.layers.Dense(num_classes, activation="softmax")(x)
+    return keras.Model(images, probabilities, name=name)

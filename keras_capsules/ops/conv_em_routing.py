@@ -1,0 +1,143 @@
+"""Convolutional EM routing (Hinton, Sabour, Frosst 2018, sec. 4): each
+child is assigned over every parent whose receptive field holds it."""
+
+from keras import ops
+
+from keras_capsules.ops.capsule_patches import (
+    extract_patches,
+    fold_patches,
+    output_size,
+)
+from keras_capsules.ops.em_routing import (
+    check_inverse_temperatures,
+    em_routing_on_patches,
+)
+
+
+def _check(votes, activations, strides):
+    if votes.ndim != 8 or votes.shape[3] != votes.shape[4]:
+        raise ValueError(
+            "`conv_em_routing` expects votes of shape (batch, H', W', K, K, "
+            f"B, C, h). Received shape {tuple(votes.shape)}."
+        )
+    if activations.ndim != 4 or activations.shape[3] != votes.shape[5]:
+        raise ValueError(
+            "`conv_em_routing` expects child activations of shape (batch, H, "
+            f"W, B) with B = {votes.shape[5]} as in the votes. Received shape "
+            f"{tuple(activations.shape)}."
+        )
+    if not isinstance(strides, int) or strides < 1:
+        raise ValueError(
+            f"`conv_em_routing` expects `strides` to be an int >= 1. "
+            f"Received: {strides!r}."
+        )
+    kernel_size = votes.shape[3]
+    expected = tuple(
+        output_size(size, kernel_size, strides)
+        for size in activations.shape[1:3]
+    )
+    if tuple(votes.shape[1:3]) != expected:
+        raise ValueError(
+            f"`conv_em_routing`: a {tuple(activations.shape[1:3])} child grid "
+            f"with kernel {kernel_size} and strides {strides} has "
+            f"{expected} parent positions, but the votes have "
+            f"{tuple(votes.shape[1:3])}."
+        )
+
+
+def conv_em_routing(
+    votes,
+    activations,
+    beta_u,
+    beta_a,
+    inverse_temperatures,
+    strides=1,
+    mask=None,
+):
+    """EM routing between convolutional capsule layers.
+
+    ```none
+    paper        code                  shape
+    V_ij^h       votes                 (batch, H', W', K, K, B, C, h)
+    a_i          activations           (batch, H, W, B), the child grid
+    beta_u, _a   beta_u, beta_a        (C,)
+    lambda       inverse_temperatures  (iterations,)
+    ```
+
+    `votes[b, y, x, ky, kx, t, c]` is the vote of the child of type `t` at
+    `(s y + ky, s x + kx)` for the parent of type `c` at `(y, x)`. The
+    M-step of each parent runs over its `K x K x B` receptive field, as in
+    `em_routing`. In the E-step a child's assignments are normalised over
+    every parent that holds it in its receptive field, of every type and
+    at every position (up to `K x K x C` of them; fewer at the border):
+    `R_ij = a_j p_ij / sum_{k holds i} a_k p_ik`. The first assignment is
+    uniform over those parents. The normaliser is reduced onto the child
+    grid and gathered back, so nothing larger than the votes is formed.
+
+    Args:
+        votes: float `(batch, H', W', K, K, B, C, h)`, `H' = (H - K) // s + 1`.
+        activations: float `(batch, H, W, B)` child activations in `[0, 1]`.
+        beta_u: float `(C,)`.
+        beta_a: float `(C,)`.
+        inverse_temperatures: floats, one `lambda` per iteration.
+        strides: int `s`. Defaults to `1`.
+        mask: optional bool `(batch, H, W, B)`, True for children that take
+            part.
+
+    Returns:
+        `(activations, means, variances)`: `(batch, H', W', C)` activations
+        in `[0, 1]` and `(batch, H', W', C, h)` means and variances.
+    """
+    votes = ops.convert_to_tensor(votes)
+    activations = ops.convert_to_tensor(activations)
+    _check(votes, activations, strides)
+    check_inverse_temperatures("conv_em_routing", inverse_temperatures)
+    dtype = votes.dtype
+    activations = ops.cast(activations, dtype)
+    if mask is not None:
+        activations = activations * ops.cast(mask, dtype)
+    batch = ops.shape(votes)[0]
+    rows, columns, kernel_size, _, child_types, types, dim = votes.shape[1:]
+    grid_size = activations.shape[1:3]
+    patch_shape = (batch, rows, columns, kernel_size, kernel_size, child_types)
+
+    def over_receptive_fields(logits):
+        # log sum over the parent types, in each patch slot ...
+        per_slot = ops.reshape(ops.logsumexp(logits, axis=-1), patch_shape)
+        # ... then over every slot that holds the same child, shifted by
+        # the child's largest value for stability.
+        shift = ops.stop_gradient(
+            fold_patches(per_slot, grid_size, strides, "max")
+        )
+        shift_slots = extract_patches(shift, kernel_size, strides)
+        total = fold_patches(
+            ops.exp(per_slot - shift_slots), grid_size, strides, "sum"
+        )
+        # total >= 1 at every child in a receptive field (its largest
+        # term is exp(0)); the floor only keeps log finite elsewhere.
+        log_total = (
+            extract_patches(
+                ops.log(ops.maximum(total, 1.0)), kernel_size, strides
+            )
+            + shift_slots
+        )
+        return ops.reshape(log_total, ops.shape(logits)[:3])[..., None]
+
+    slots = kernel_size * kernel_size * child_types
+    logits, means, variances = em_routing_on_patches(
+        ops.reshape(votes, (batch, rows * columns, slots, types, dim)),
+        ops.reshape(
+            extract_patches(activations, kernel_size, strides),
+            (batch, rows * columns, slots),
+        ),
+        ops.cast(beta_u, dtype),
+        ops.cast(beta_a, dtype),
+        ops.cast(inverse_temperatures, dtype),
+        over_receptive_fields,
+    )
+    grid = (batch, rows, columns, types)
+    return (
+        ops.reshape(ops.sigmoid(logits), grid),
+        ops.reshape(means, (*grid, dim)),
+        ops.reshape(variances, (*grid, dim)),
+    )

@@ -1,0 +1,85 @@
+"""Matrix-capsule datasets: smallNORB preparation and viewpoint splits on
+records the test makes (smallNORB is not available offline)."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules.datasets import matrix_capsule_experiments as experiments
+
+
+def records(count=36):
+    rng = np.random.default_rng(0)
+    return {
+        "image": rng.integers(0, 256, (count, 96, 96, 1)).astype(np.uint8),
+        "label_category": np.arange(count, dtype=np.int64) % 5,
+        "label_azimuth": np.arange(count, dtype=np.int64) % 18,
+        "label_elevation": np.arange(count, dtype=np.int64) % 9,
+    }
+
+
+class SmallNorbPreparationTest(tf.test.TestCase):
+    def test_images_are_downsampled_and_standardised(self):
+        image, label = experiments.standardize_smallnorb(
+            {k: v[3] for k, v in records().items()}
+        )
+        self.assertEqual(image.shape, (48, 48, 1))
+        self.assertNear(float(tf.reduce_mean(image)), 0.0, 1e-5)
+        self.assertNear(float(tf.math.reduce_std(image)), 1.0, 1e-3)
+        self.assertEqual(int(label), 3)
+
+    def test_training_crops_are_jittered_windows(self):
+        image = tf.random.normal((48, 48, 1), seed=1)
+        crop, _ = experiments.random_crop_and_jitter(image, 0, seed=3)
+        self.assertEqual(crop.shape, (32, 32, 1))
+        centre, _ = experiments.centre_crop(image, 0)
+        self.assertAllEqual(centre, image[8:40, 8:40])
+
+    def test_multi_crop_covers_a_grid_of_windows(self):
+        images = tf.reshape(
+            tf.range(2 * 48 * 48, dtype=tf.float32), (2, 48, 48, 1)
+        )
+        crops = experiments.test_crops(images, stride=8)
+        self.assertEqual(crops.shape, (9, 2, 32, 32, 1))
+        self.assertAllEqual(crops[4], images[:, 8:40, 8:40])
+        self.assertAllEqual(crops[8], images[:, 16:, 16:])
+
+    def test_viewpoint_splits_partition_the_records(self):
+        data = tf.data.Dataset.from_tensor_slices(records())
+        for viewpoints, key, familiar in (
+            ("azimuth", "label_azimuth", {15, 16, 17, 0, 1, 2}),
+            ("elevation", "label_elevation", {0, 1, 2}),
+        ):
+            kept = {
+                split: [
+                    int(r[key])
+                    for r in data.filter(
+                        experiments._viewpoint_filter(
+                            viewpoints, split, split != "test_novel"
+                        )
+                    )
+                ]
+                for split in ("train", "test_novel")
+            }
+            self.assertEqual(set(kept["train"]), familiar)
+            self.assertEmpty(set(kept["test_novel"]) & familiar)
+            self.assertLen(kept["train"] + kept["test_novel"], 36)
+
+
+class PipelineTest(tf.test.TestCase):
+    def test_procedural_batches(self):
+        data = experiments.load_matrix_capsule_data(
+            "procedural_shapes", "test_novel", batch_size=8, size=16
+        )
+        images, labels = next(iter(data))
+        self.assertEqual(images.shape, (8, 28, 28, 1))
+        self.assertEqual(labels.shape, (8,))
+
+    def test_rejects_unknown_names(self):
+        with self.assertRaisesRegex(ValueError, "Unknown dataset"):
+            experiments.dataset_info("cifar")
+        with self.assertRaisesRegex(ValueError, "Unknown viewpoint"):
+            experiments.load_matrix_capsule_data("mnist", "train", 8, "pose")
+
+
+if __name__ == "__main__":
+    tf.test.main()

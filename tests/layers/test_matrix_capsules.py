@@ -1,0 +1,178 @@
+"""The matrix-capsule layers: votes, routing, coordinate addition, masks."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules import layers
+from tests.ops.em_reference import em_reference
+from tests.ops.test_conv_em_routing import dense_problem
+
+
+def random_capsules(rng, grid, types):
+    return (
+        rng.uniform(0.05, 1.0, (2, *grid, types)).astype("float32"),
+        rng.normal(size=(2, *grid, types, 4, 4)).astype("float32"),
+    )
+
+
+class PrimaryMatrixCapsulesTest(tf.test.TestCase):
+    def test_poses_and_activations_come_from_the_two_convolutions(self):
+        layer = layers.PrimaryMatrixCapsules(3, kernel_size=2)
+        images = np.random.default_rng(0).normal(size=(2, 5, 4, 6))
+        activations, poses = layer(images.astype("float32"))
+        self.assertEqual(poses.shape, (2, 4, 3, 3, 4, 4))
+        linear = layer.pose_convolution(images.astype("float32"))
+        self.assertAllClose(poses, np.reshape(linear, (2, 4, 3, 3, 4, 4)))
+        logits = layer.activation_convolution(images.astype("float32"))
+        self.assertAllClose(activations, 1 / (1 + np.exp(-np.asarray(logits))))
+
+    def test_rejects_flat_inputs(self):
+        with self.assertRaisesRegex(ValueError, r"\(batch, H, W, C\)"):
+            layers.PrimaryMatrixCapsules(3)(np.zeros((2, 5), "float32"))
+
+
+class ConvMatrixCapsulesTest(tf.test.TestCase):
+    def test_matches_votes_and_routing_written_from_the_paper(self):
+        rng = np.random.default_rng(1)
+        height, width, types_in, types_out, strides = 5, 5, 2, 3, 2
+        lambdas = [0.5, 1.0, 1.5]
+        layer = layers.ConvMatrixCapsules(
+            types_out, 3, strides=strides, inverse_temperatures=lambdas
+        )
+        activations, poses = random_capsules(rng, (height, width), types_in)
+        layer.build([activations.shape, poses.shape])
+        layer.beta_u.assign(rng.normal(scale=0.3, size=types_out))
+        layer.beta_a.assign(rng.normal(scale=0.3, size=types_out))
+        got_activations, got_poses = layer([activations, poses])
+        kernel = np.asarray(layer.kernel, np.float64)
+        rows = (height - 3) // strides + 1
+        votes = np.zeros((rows, rows, 3, 3, types_in, types_out, 16))
+        for b in range(2):
+            for y in range(rows):
+                for x in range(rows):
+                    for ky in range(3):
+                        for kx in range(3):
+                            for t in range(types_in):
+                                for c in range(types_out):
+                                    pose = poses[b, strides * y + ky]
+                                    pose = pose[strides * x + kx, t]
+                                    votes[y, x, ky, kx, t, c] = (
+                                        pose @ kernel[ky, kx, t, c]
+                                    ).ravel()
+            incidence, dense = dense_problem(votes, height, width, strides)
+            a, mu, _ = em_reference(
+                dense,
+                activations[b].reshape(-1).astype(np.float64),
+                incidence,
+                np.tile(np.asarray(layer.beta_u), rows * rows),
+                np.tile(np.asarray(layer.beta_a), rows * rows),
+                lambdas,
+            )
+            self.assertAllClose(
+                got_activations[b], a.reshape(rows, rows, types_out), atol=1e-4
+            )
+            self.assertAllClose(
+                got_poses[b],
+                mu.reshape(rows, rows, types_out, 4, 4),
+                atol=1e-4,
+                rtol=1e-4,
+            )
+
+    def test_same_padding_adds_inactive_children(self):
+        rng = np.random.default_rng(2)
+        activations, poses = random_capsules(rng, (4, 5), 2)
+        same = layers.ConvMatrixCapsules(3, 3, strides=2, padding="same")
+        valid = layers.ConvMatrixCapsules(3, 3, strides=2)
+        out_same = same([activations, poses])
+        self.assertEqual(out_same[0].shape, (2, 2, 3, 3))
+        valid.build([(2, 5, 7, 2), (2, 5, 7, 2, 4, 4)])
+        valid.set_weights(same.get_weights())
+        padding = [[0, 0], [0, 1], [1, 1], [0, 0]]  # total 1 and 2
+        out_valid = valid(
+            [
+                np.pad(activations, padding),
+                np.pad(poses, padding + [[0, 0], [0, 0]]),
+            ]
+        )
+        for got, want in zip(out_same, out_valid):
+            self.assertAllClose(got, want, atol=1e-5)
+
+    def test_masked_children_count_as_inactive(self):
+        rng = np.random.default_rng(3)
+        activations, poses = random_capsules(rng, (4, 4), 2)
+        mask = rng.uniform(size=activations.shape) > 0.3
+        layer = layers.ConvMatrixCapsules(2, 3)
+        masked = layer([activations, poses], mask=[mask, None])
+        zeroed = layer([activations * mask, poses])
+        for got, want in zip(masked, zeroed):
+            self.assertAllClose(got, want)
+
+    def test_rejects_bad_arguments(self):
+        with self.assertRaisesRegex(ValueError, "inverse_temperatures"):
+            layers.ConvMatrixCapsules(
+                2, num_iterations=2, inverse_temperatures=[1.0]
+            )
+        with self.assertRaisesRegex(ValueError, "at least 3x3"):
+            layers.ConvMatrixCapsules(2, 3)(
+                [np.ones((1, 2, 4, 2)), np.ones((1, 2, 4, 2, 4, 4))]
+            )
+        with self.assertRaisesRegex(ValueError, r"\[activations, poses\]"):
+            layers.ConvMatrixCapsules(2, 3)(np.ones((1, 4, 4, 2, 4, 4)))
+
+
+class MatrixCapsuleEMRoutingTest(tf.test.TestCase):
+    def test_coordinate_addition_offsets_the_right_hand_column(self):
+        rng = np.random.default_rng(4)
+        activations, poses = random_capsules(rng, (2, 3), 2)
+        layer = layers.MatrixCapsuleEMRouting(4)
+        layer([activations, poses])
+        with_coordinates = np.asarray(layer.votes(poses)).reshape(
+            2, 2, 3, 2, 4, 4, 4
+        )
+        layer.coordinate_addition = False
+        plain = np.asarray(layer.votes(poses)).reshape(2, 2, 3, 2, 4, 4, 4)
+        offset = with_coordinates - plain
+        for y in range(2):
+            for x in range(3):
+                expected = np.zeros((4, 4))
+                expected[0, 3] = (y + 0.5) / 2
+                expected[1, 3] = (x + 0.5) / 3
+                self.assertAllClose(
+                    offset[:, y, x], np.broadcast_to(expected, (2, 2, 4, 4, 4))
+                )
+        kernel = np.asarray(layer.kernel)
+        self.assertAllClose(
+            plain[1, 1, 2, 0, 3], poses[1, 1, 2, 0] @ kernel[0, 3], atol=1e-5
+        )
+
+    def test_takes_any_grid_size(self):
+        rng = np.random.default_rng(5)
+        layer = layers.MatrixCapsuleEMRouting(3)
+        for grid in ((2, 2), (4, 3)):
+            activations, _ = layer(list(random_capsules(rng, grid, 5)))
+            self.assertEqual(activations.shape, (2, 3))
+
+    def test_masked_capsules_change_nothing(self):
+        rng = np.random.default_rng(6)
+        activations, poses = random_capsules(rng, (7,), 3)
+        activations, poses = activations[:, :, 0], poses[:, :, 0]
+        layer = layers.MatrixCapsuleEMRouting(2)
+        mask = np.ones((2, 7), bool)
+        mask[:, 4:] = False
+        garbage = poses.copy()
+        garbage[:, 4:] = 1e3
+        masked = layer([activations, garbage], mask=[mask, mask])
+        zeroed = layer([activations * mask, poses])
+        for got, want in zip(masked, zeroed):
+            self.assertAllClose(got, want, atol=1e-5)
+
+    def test_list_inputs_need_a_known_count(self):
+        with self.assertRaisesRegex(ValueError, "known last capsule axis"):
+            layers.MatrixCapsuleEMRouting(2)(
+                [keras.Input((None,)), keras.Input((None, 4, 4))]
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,179 @@
+"""EM routing against the NumPy version of Procedure 1."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import ops as capsule_ops
+from tests.ops.em_reference import em_reference
+
+LAMBDAS = (0.5, 1.0, 2.0)
+
+
+def make_case(rng, batch=2, n_in=6, n_out=3, h=4):
+    return (
+        rng.normal(size=(batch, n_in, n_out, h)),
+        rng.uniform(0.05, 1.0, size=(batch, n_in)),
+        rng.normal(scale=0.5, size=n_out),
+        rng.normal(scale=0.5, size=n_out),
+    )
+
+
+def reference(votes, activations, beta_u, beta_a, lambdas, mask=None):
+    outputs = []
+    for b in range(votes.shape[0]):
+        keep = np.ones(votes.shape[1], bool) if mask is None else mask[b]
+        incidence = np.ones((keep.sum(), votes.shape[2]), bool)
+        outputs.append(
+            em_reference(
+                votes[b, keep],
+                activations[b, keep],
+                incidence,
+                beta_u,
+                beta_a,
+                lambdas,
+            )
+        )
+    return [np.stack(parts) for parts in zip(*outputs)]
+
+
+class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("float64", "float64", 1e-5),
+        ("float32", "float32", 1e-3),
+    )
+    def test_matches_procedure_1(self, dtype, tolerance):
+        rng = np.random.default_rng(0)
+        votes, activations, beta_u, beta_a = make_case(rng)
+        expected = reference(votes, activations, beta_u, beta_a, LAMBDAS)
+        result = capsule_ops.em_routing(
+            votes.astype(dtype),
+            activations.astype(dtype),
+            beta_u,
+            beta_a,
+            LAMBDAS,
+        )
+        for got, want in zip(result, expected):
+            self.assertEqual(got.dtype, dtype)
+            self.assertAllClose(got, want, rtol=tolerance, atol=tolerance)
+
+    @parameterized.parameters(1, 2, 5)
+    def test_iterations_follow_the_schedule_length(self, iterations):
+        rng = np.random.default_rng(1)
+        votes, activations, beta_u, beta_a = make_case(rng)
+        lambdas = np.linspace(0.2, 1.0, iterations)
+        expected = reference(votes, activations, beta_u, beta_a, lambdas)
+        result = capsule_ops.em_routing(
+            votes, activations, beta_u, beta_a, lambdas
+        )
+        for got, want in zip(result, expected):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-5)
+
+    @parameterized.named_parameters(
+        ("float64", "float64", 1e-5), ("float32", "float32", 1e-3)
+    )
+    def test_masked_inputs_are_removed(self, dtype, tolerance):
+        rng = np.random.default_rng(2)
+        votes, activations, beta_u, beta_a = make_case(rng, n_in=7)
+        mask = np.ones((2, 7), bool)
+        mask[0, [1, 5]] = False
+        mask[1, 1:] = False  # all inputs masked but one
+        votes[~mask] = 1e3  # padding that would dominate if it leaked in
+        expected = reference(
+            votes[:1], activations[:1], beta_u, beta_a, LAMBDAS, mask[:1]
+        )
+        result = capsule_ops.em_routing(
+            votes.astype(dtype),
+            activations.astype(dtype),
+            beta_u,
+            beta_a,
+            LAMBDAS,
+            mask=mask,
+        )
+        for got, want in zip(result, expected):
+            self.assertAllClose(got[0], want[0], rtol=tolerance, atol=tolerance)
+        # A lone input: each mean is its vote, with zero variance, so the
+        # exact cost is -inf and a_j = 1; ours floors the variance.
+        self.assertAllClose(result[1][1], votes[1, 0], atol=tolerance)
+        self.assertAllClose(result[0][1], np.ones(3), atol=tolerance)
+
+    def test_saturated_activations_match(self):
+        rng = np.random.default_rng(3)
+        votes, activations, beta_u, beta_a = make_case(rng)
+        lambdas = (5.0, 20.0, 80.0)  # drives a_j to 0 or 1 (|logit| >> 30)
+        expected = reference(votes, activations, beta_u, beta_a, lambdas)
+        result = capsule_ops.em_routing(
+            votes, activations, beta_u, beta_a, lambdas
+        )
+        for got, want in zip(result, expected):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-5)
+
+    def test_float32_votes_far_from_zero_match(self):
+        # A shared offset of 100 and a spread of 0.01: computing variances
+        # from moments would cancel catastrophically without centring.
+        rng = np.random.default_rng(5)
+        votes, activations, beta_u, beta_a = make_case(rng)
+        votes = (100.0 + 0.01 * votes).astype("float32").astype("float64")
+        expected = reference(votes, activations, beta_u, beta_a, LAMBDAS)
+        result = capsule_ops.em_routing(
+            votes.astype("float32"),
+            activations.astype("float32"),
+            beta_u,
+            beta_a,
+            LAMBDAS,
+        )
+        self.assertAllClose(result[0], expected[0], rtol=1e-3, atol=1e-3)
+        self.assertAllClose(result[1], expected[1], rtol=1e-6, atol=1e-3)
+        self.assertAllClose(result[2], expected[2], rtol=1e-3, atol=1e-8)
+
+    def _gradients(self, votes, activations, lambdas, mask=None):
+        votes = tf.constant(votes, tf.float32)
+        activations = tf.constant(activations, tf.float32)
+        beta_u = tf.constant([0.1, -0.2, 0.3])
+        beta_a = tf.constant([0.5, 0.0, -0.5])
+        with tf.GradientTape() as tape:
+            tape.watch([votes, activations, beta_u, beta_a])
+            outputs = capsule_ops.em_routing(
+                votes, activations, beta_u, beta_a, lambdas, mask=mask
+            )
+            loss = sum(tf.reduce_sum(output) for output in outputs)
+        gradients = tape.gradient(loss, [votes, activations, beta_u, beta_a])
+        return outputs, gradients
+
+    @parameterized.named_parameters(
+        ("identical_votes", "identical", 3),
+        ("zero_activations", "inactive", 3),
+        ("five_iterations", "ordinary", 5),
+        ("all_masked_but_one", "masked", 5),
+    )
+    def test_hard_points_stay_finite(self, case, iterations):
+        rng = np.random.default_rng(4)
+        votes = rng.normal(size=(2, 5, 3, 16))
+        activations = rng.uniform(size=(2, 5))
+        mask = None
+        if case == "identical":
+            votes[:] = votes[:, :1, :1]
+        if case == "inactive":
+            activations[0] = 0.0
+        if case == "masked":
+            mask = np.zeros((2, 5), bool)
+            mask[:, 2] = True
+        lambdas = np.linspace(1.0, 3.0, iterations)
+        outputs, gradients = self._gradients(votes, activations, lambdas, mask)
+        for tensor in list(outputs) + gradients:
+            self.assertTrue(np.all(np.isfinite(tensor)), case)
+        if case == "inactive":  # no active child: mean 0, variance floor
+            self.assertAllClose(outputs[1][0], np.zeros((3, 16)))
+
+    def test_rejects_bad_arguments(self):
+        votes = np.zeros((2, 3, 4, 16))
+        with self.assertRaisesRegex(ValueError, r"\(batch, n_in, n_out, h\)"):
+            capsule_ops.em_routing(votes[0], np.ones((2, 3)), 0.0, 0.0, [1.0])
+        with self.assertRaisesRegex(ValueError, r"activations of shape"):
+            capsule_ops.em_routing(votes, np.ones(3), 0.0, 0.0, [1.0])
+        with self.assertRaisesRegex(ValueError, "one value per routing"):
+            capsule_ops.em_routing(votes, np.ones((2, 3)), 0.0, 0.0, [])
+
+
+if __name__ == "__main__":
+    tf.test.main()
