@@ -6,6 +6,8 @@ XLA, batch 32:
   (6x6 -> 4x4), `class_capsules` (32 types on 4x4 -> 10, coordinate
   addition), and the whole model;
 - the same for the small model (A=64, B=8, C=D=16);
+- one XLA training step (spread loss, Adam) of each whole model, whose
+  peak memory is what training needs;
 - DESIGN.md's shapes: `design_conv` (K=3, 8 -> 16 types, 6x6 -> 4x4) and
   `design_class` (16 types on 3x3 -> 10, coordinate addition).
 
@@ -26,7 +28,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from bench import measure
-from keras_capsules import layers, models
+from keras_capsules import layers, losses, models
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
@@ -51,7 +53,10 @@ _LAYERS = {
     "design_conv": (lambda: layers.ConvMatrixCapsules(16, 3, 1), 6, 8),
     "design_class": (lambda: layers.MatrixCapsuleEMRouting(10), 3, 16),
 }
-_CASES = [f"{name}:{mode}" for name in _LAYERS for mode in ("eager", "xla")]
+_CASES = [f"{name}:{mode}" for name in _LAYERS for mode in ("eager", "xla")] + [
+    "full_model:train",
+    "small_model:train",
+]
 
 
 def _inputs(batch, grid, types):
@@ -66,8 +71,20 @@ def _inputs(batch, grid, types):
     ]
 
 
+def _train_step_function(name, batch):
+    """One XLA training step of a whole model: spread loss, Adam."""
+    model = _LAYERS[name][0]()
+    model.compile(optimizer="adam", loss=losses.SpreadLoss(), jit_compile=True)
+    images = _inputs(batch, None, None)
+    labels = np.arange(batch) % 10
+    return model, lambda: model.train_on_batch(images, labels)
+
+
 def _step_function(name, batch, mode):
-    """A no-argument function running one forward+backward pass."""
+    """A no-argument function running one forward+backward pass (`train`:
+    a whole training step)."""
+    if mode == "train":
+        return _train_step_function(name, batch)
     factory, grid, types = _LAYERS[name]
     layer = factory()
     inputs = _inputs(batch, grid, types)
@@ -100,7 +117,8 @@ def run_case(case):
         else {"grid": grid, "child_types": types}
     )
     return {
-        "name": f"em_routing_{name}_forward_backward",
+        "name": f"em_routing_{name}_"
+        + ("train_step" if mode == "train" else "forward_backward"),
         "mode": mode,
         "shape": shape,
         "parameters": int(

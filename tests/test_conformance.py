@@ -95,6 +95,7 @@ LAYER_CASES = [
         [(2, 3, 4), (2, 3, 4, 4, 4)],
         "matrix_capsule_em_routing_grid",
         probability_inputs=(0,),
+        graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
         layers.MatrixCapsuleEMRouting,
@@ -102,6 +103,7 @@ LAYER_CASES = [
         [(5,), (5, 4, 4)],
         "matrix_capsule_em_routing_list",
         probability_inputs=(0,),
+        graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
         layers.CoordinateChannels, {}, (5, 4, 2), "coordinate_channels"

@@ -34,7 +34,7 @@ class InverseTemperatureSchedule(keras.callbacks.Callback):
     Example:
 
     >>> warm_up = InverseTemperatureSchedule(
-    ...     lambda step, n: [min(1.0, step / 1000) * 0.01 * (t + 1) / n
+    ...     lambda step, n: [min(1.0, step / 1000) * 0.001 * (t + 1) / n
     ...                      for t in range(n)])
     """
 

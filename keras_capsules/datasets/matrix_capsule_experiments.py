@@ -146,6 +146,15 @@ def load_matrix_capsule_data(
             f"{VIEWPOINT_SPLITS}."
         )
     dataset_info(name)
+    allowed = {
+        "smallnorb": ("azimuth", "elevation"),
+        "procedural_shapes": ("rotation",),
+    }.get(name, ())
+    if viewpoints != "none" and viewpoints not in allowed:
+        raise ValueError(
+            f"{name!r} has no {viewpoints!r} viewpoint split. Expected one "
+            f"of {('none',) + allowed}."
+        )
     training = split == "train"
     if name == "smallnorb":
         data = _smallnorb(split, viewpoints, size)

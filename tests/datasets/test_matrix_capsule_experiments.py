@@ -79,6 +79,8 @@ class PipelineTest(tf.test.TestCase):
             experiments.dataset_info("cifar")
         with self.assertRaisesRegex(ValueError, "Unknown viewpoint"):
             experiments.load_matrix_capsule_data("mnist", "train", 8, "pose")
+        with self.assertRaisesRegex(ValueError, "no 'azimuth' viewpoint"):
+            experiments.load_matrix_capsule_data("mnist", "train", 8, "azimuth")
 
 
 if __name__ == "__main__":
