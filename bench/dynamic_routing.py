@@ -10,8 +10,6 @@ Usage: python -m bench.dynamic_routing [--repeats=3] [--batch_size=128]
 """
 
 import json
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -92,24 +90,11 @@ def main(argv):
     if _CASE.value:
         print(json.dumps(run_case(_CASE.value)), flush=True)
         return
-    for case in _CASES:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.dynamic_routing",
-                f"--case={case}",
-                f"--repeats={_REPEATS.value}",
-                f"--batch_size={_BATCH_SIZE.value}",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        lines = [line for line in result.stdout.splitlines() if line]
-        if result.returncode or not lines:
-            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
-        else:
-            print(lines[-1], flush=True)
+    measure.run_cases_in_subprocesses(
+        "bench.dynamic_routing",
+        _CASES,
+        [f"--repeats={_REPEATS.value}", f"--batch_size={_BATCH_SIZE.value}"],
+    )
 
 
 if __name__ == "__main__":

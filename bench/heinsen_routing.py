@@ -16,8 +16,6 @@ Usage: python -m bench.heinsen_routing [--repeats=3]
 """
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -106,23 +104,9 @@ def main(argv):
     if _CASE.value:
         print(json.dumps(run_case(_CASE.value)), flush=True)
         return
-    for case in _CASES:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.heinsen_routing",
-                f"--case={case}",
-                f"--repeats={_REPEATS.value}",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        lines = [line for line in result.stdout.splitlines() if line]
-        if result.returncode or not lines:
-            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
-        else:
-            print(lines[-1], flush=True)
+    measure.run_cases_in_subprocesses(
+        "bench.heinsen_routing", _CASES, [f"--repeats={_REPEATS.value}"]
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """What every benchmark reports: best-of timings, peak memory, device."""
 
+import json
 import os
 import platform
 import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -36,3 +39,20 @@ def device_name():
         details = tf.config.experimental.get_device_details(gpus[0])
         return details.get("device_name", "GPU")
     return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
+
+
+def run_cases_in_subprocesses(module, cases, flags):
+    """Runs `python -m module --case=CASE *flags` for each case, each in its
+    own process so that its peak memory is its own, and prints the JSON
+    line it printed (or the case and the end of its stderr on failure)."""
+    for case in cases:
+        result = subprocess.run(
+            [sys.executable, "-m", module, f"--case={case}", *flags],
+            capture_output=True,
+            text=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line]
+        if result.returncode or not lines:
+            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
+        else:
+            print(lines[-1], flush=True)

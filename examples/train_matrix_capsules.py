@@ -32,6 +32,7 @@ from absl import app, flags
 
 from examples import distribution, heinsen_training
 from keras_capsules import callbacks, datasets, losses, models
+from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
 from keras_capsules.layers import inverse_temperatures
 
@@ -132,7 +133,7 @@ class StopAtError(keras.callbacks.Callback):
         self.reached = None
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = optimizer_step(self.model)
         if step % self.every:
             return
         scores = self.model.evaluate(self.data, verbose=0, return_dict=True)
@@ -265,7 +266,7 @@ def main(argv):
     results.update(
         {
             "train_seconds": round(time.time() - start, 1),
-            "steps": int(model.optimizer.iterations.numpy()),
+            "steps": optimizer_step(model),
             "parameters": model.count_params(),
             "history": {
                 key: [float(value) for value in values]

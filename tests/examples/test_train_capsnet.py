@@ -39,6 +39,25 @@ def run_python(*args, code=None):
     return result.stdout
 
 
+def serve_in_fresh_process(export_dir, inputs, directory):
+    """Loads the SavedModel in `export_dir` in a new process, calls its
+    `serve` signature on the array `inputs` and returns the outputs as a
+    dict of arrays."""
+    inputs_path = os.path.join(directory, "serve_inputs.npy")
+    np.save(inputs_path, inputs)
+    served_path = os.path.join(directory, "served.npz")
+    run_python(
+        code=f"""
+        import numpy as np, tensorflow as tf
+        served = tf.saved_model.load({export_dir!r})
+        outputs = served.serve(tf.constant(np.load({inputs_path!r})))
+        arrays = {{name: value.numpy() for name, value in outputs.items()}}
+        np.savez({served_path!r}, **arrays)
+        """
+    )
+    return dict(np.load(served_path))
+
+
 class TrainCapsNetTest(tf.test.TestCase):
     def test_exported_model_serves_the_keras_outputs_in_a_fresh_process(self):
         directory = tempfile.mkdtemp()
@@ -57,19 +76,9 @@ class TrainCapsNetTest(tf.test.TestCase):
         for name in ("reconstructions.png", "perturbations.png", "logs"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
         batch = np.random.default_rng(0).uniform(size=(5, 28, 28, 1))
-        batch_path = os.path.join(directory, "batch.npy")
-        np.save(batch_path, batch.astype(np.float32))
-        served_path = os.path.join(directory, "served.npz")
-        run_python(
-            code=f"""
-            import numpy as np, tensorflow as tf
-            served = tf.saved_model.load({export_dir!r})
-            outputs = served.serve(tf.constant(np.load({batch_path!r})))
-            arrays = {{name: value.numpy() for name, value in outputs.items()}}
-            np.savez({served_path!r}, **arrays)
-            """
+        served = serve_in_fresh_process(
+            export_dir, batch.astype(np.float32), directory
         )
-        served = np.load(served_path)
         model = keras.models.load_model(
             os.path.join(directory, "capsnet.keras")
         )

@@ -13,7 +13,10 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
-from tests.examples.test_train_capsnet import run_python
+from tests.examples.test_train_capsnet import (
+    run_python,
+    serve_in_fresh_process,
+)
 
 _SST_TREES = [
     "(3 (2 It) (4 (4 works) (2 .)))",
@@ -52,19 +55,9 @@ class TrainHeinsenImageTest(tf.test.TestCase):
         self.assertIn("test_novel_accuracy", results)
         self.assertLen(results["history"]["loss"], 1)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
-        batch_path = os.path.join(directory, "batch.npy")
-        np.save(batch_path, batch.astype(np.float32))
-        served_path = os.path.join(directory, "served.npz")
-        run_python(
-            code=f"""
-            import numpy as np, tensorflow as tf
-            served = tf.saved_model.load({export_dir!r})
-            outputs = served.serve(tf.constant(np.load({batch_path!r})))
-            np.savez({served_path!r},
-                     **{{k: v.numpy() for k, v in outputs.items()}})
-            """
+        served = serve_in_fresh_process(
+            export_dir, batch.astype(np.float32), directory
         )
-        served = np.load(served_path)
         model = keras.models.load_model(
             os.path.join(directory, "heinsen_image.keras")
         )
@@ -95,18 +88,7 @@ class TrainHeinsenSstTest(tf.test.TestCase):
         self.assertEqual(results["train_examples"], 11)
         self.assertIn("validation_accuracy", results)
         tokens = np.array([[2, 3, 0], [4, 0, 0]], np.int32)
-        served_path = os.path.join(directory, "served.npz")
-        run_python(
-            code=f"""
-            import numpy as np, tensorflow as tf
-            served = tf.saved_model.load({export_dir!r})
-            outputs = served.serve(tf.constant({tokens.tolist()!r},
-                                               tf.int32))
-            np.savez({served_path!r},
-                     **{{k: v.numpy() for k, v in outputs.items()}})
-            """
-        )
-        served = np.load(served_path)
+        served = serve_in_fresh_process(export_dir, tokens, directory)
         model = keras.models.load_model(
             os.path.join(directory, "run", "heinsen_sst.keras")
         )

@@ -10,7 +10,10 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
-from tests.examples.test_train_capsnet import run_python
+from tests.examples.test_train_capsnet import (
+    run_python,
+    serve_in_fresh_process,
+)
 
 
 class TrainMatrixCapsulesTest(tf.test.TestCase):
@@ -41,19 +44,9 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertEqual(results["cnn"]["parameters"], 3_274_634)  # at 28x28
         self.assertLessEqual(results["steps"], 4)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
-        batch_path = os.path.join(directory, "batch.npy")
-        np.save(batch_path, batch.astype(np.float32))
-        served_path = os.path.join(directory, "served.npz")
-        run_python(
-            code=f"""
-            import numpy as np, tensorflow as tf
-            served = tf.saved_model.load({export_dir!r})
-            outputs = served.serve(tf.constant(np.load({batch_path!r})))
-            np.savez({served_path!r},
-                     **{{k: v.numpy() for k, v in outputs.items()}})
-            """
+        served = serve_in_fresh_process(
+            export_dir, batch.astype(np.float32), directory
         )
-        served = np.load(served_path)
         model = keras.models.load_model(
             os.path.join(directory, "matrix_capsnet.keras")
         )
