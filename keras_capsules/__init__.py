@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from keras_capsules import (  # noqa: E402
     callbacks,
+    distributions,
     layers,
     losses,
     models,
@@ -13,6 +14,7 @@ from keras_capsules import (  # noqa: E402
 
 __all__ = [
     "callbacks",
+    "distributions",
     "layers",
     "losses",
     "models",

@@ -8,6 +8,25 @@ from absl.testing import parameterized
 from keras_capsules import layers
 from tests import conformance
 
+
+def _decoder_log_joint(layer, inputs, outputs):
+    """`log p(t^0, A^0, t^1, A^1, X)` of the decoder's generative model at
+    the input template capsules (rounded to binary presences), all top
+    capsules on at the identity pose and the rendered image: reaches every
+    generative parameter."""
+    presences, poses = (tf.cast(x, "float32") for x in inputs)
+    batch = tf.shape(presences)[0]
+    top = {
+        "presence": tf.ones((batch, layer.num_top_capsules)),
+        "pose": tf.zeros((batch, layer.num_top_capsules, 6)),
+    }
+    templates = {"presence": tf.round(presences), "pose": poses}
+    model = layer.generative_model(relaxed=False)
+    return tf.reduce_sum(
+        model.log_joint(tf.cast(outputs, "float32"), top, templates)
+    )
+
+
 LAYER_CASES = [
     conformance.LayerCase(
         layers.CapsuleRegression,
@@ -116,6 +135,40 @@ LAYER_CASES = [
     ),
     conformance.LayerCase(layers.CapsuleLength, {}, (4, 3), "capsule_length"),
     conformance.LayerCase(layers.CapsuleMask, {}, (4, 3), "capsule_mask"),
+    conformance.LayerCase(
+        layers.AttentivePooling,
+        {"num_capsules": 3, "capsule_dim": 4},
+        (5, 6, 2),
+        "attentive_pooling",
+    ),
+    conformance.LayerCase(
+        layers.CapsuleEmbedding, {}, (4, 3), "capsule_embedding"
+    ),
+    conformance.LayerCase(
+        layers.InducedSetAttention,
+        {"num_inducing_points": 3, "num_heads": 2},
+        (5, 4),
+        "induced_set_attention",
+    ),
+    conformance.LayerCase(
+        layers.PoolingByMultiheadAttention,
+        {"num_seeds": 2, "num_heads": 2},
+        (5, 4),
+        "pooling_by_multihead_attention",
+    ),
+    conformance.LayerCase(
+        layers.GenerativeCapsuleDecoder,
+        {
+            "num_top_capsules": 2,
+            "num_template_capsules": 3,
+            "template_size": 4,
+            "image_shape": (8, 7, 1),
+        },
+        [(3,), (3, 6)],
+        "generative_capsule_decoder",
+        probability_inputs=(0,),
+        extra_loss=_decoder_log_joint,
+    ),
 ]
 
 

@@ -1,6 +1,14 @@
 """Reference architectures built from the layers."""
 
 from keras_capsules.models.capsnet import CapsNet, capsnet
+from keras_capsules.models.generative_capsule_autoencoder import (
+    GenerativeCapsuleAutoencoder,
+    generative_capsule_autoencoder,
+)
+from keras_capsules.models.generative_capsules import (
+    template_encoder,
+    top_encoder,
+)
 from keras_capsules.models.heinsen import (
     heinsen_image,
     heinsen_sequence,
@@ -14,11 +22,15 @@ from keras_capsules.models.matrix_capsnet import (
 
 __all__ = [
     "CapsNet",
+    "GenerativeCapsuleAutoencoder",
     "capsnet",
+    "generative_capsule_autoencoder",
     "heinsen_image",
     "heinsen_sequence",
     "matrix_capsnet",
     "small_matrix_capsnet",
+    "template_encoder",
     "token_embedder",
+    "top_encoder",
     "viewpoint_cnn",
 ]

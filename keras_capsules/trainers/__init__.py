@@ -1,4 +1,5 @@
-"""Training procedures that are not SGD: capsule-regression EM."""
+"""Training procedures that are not SGD: capsule-regression EM,
+test-time variational inference."""
 
 from keras_capsules.trainers.architectures import ARCHITECTURES
 from keras_capsules.trainers.capsule_regression_em import (
@@ -6,10 +7,12 @@ from keras_capsules.trainers.capsule_regression_em import (
     PAPER_THRESHOLDS,
     CapsuleRegressionEM,
 )
+from keras_capsules.trainers.free_form_inference import free_form_inference
 
 __all__ = [
     "ARCHITECTURES",
     "CapsuleRegressionEM",
     "PAPER_PATIENCE",
     "PAPER_THRESHOLDS",
+    "free_form_inference",
 ]

@@ -1,0 +1,45 @@
+"""The generative capsule model (Smith et al., 2020) as TFP distributions."""
+
+from keras_capsules.distributions.capsule_conditional import (
+    CapsuleConditional,
+)
+from keras_capsules.distributions.capsule_distribution import (
+    CapsuleLayerDistribution,
+)
+from keras_capsules.distributions.capsule_posterior import CapsulePosterior
+from keras_capsules.distributions.capsule_prior import CapsulePrior
+from keras_capsules.distributions.elbo import capsule_elbo
+from keras_capsules.distributions.generative_capsule_model import (
+    GenerativeCapsuleModel,
+)
+from keras_capsules.distributions.poses import (
+    POSE_DIM,
+    affine_matrices,
+    pose_deviations,
+    predict_child_poses,
+)
+from keras_capsules.distributions.presences import relaxed_presence
+from keras_capsules.distributions.template_rendering import (
+    alpha_composite,
+    render_templates,
+    template_image_likelihood,
+    warp_templates,
+)
+
+__all__ = [
+    "POSE_DIM",
+    "CapsuleConditional",
+    "CapsuleLayerDistribution",
+    "CapsulePosterior",
+    "CapsulePrior",
+    "GenerativeCapsuleModel",
+    "affine_matrices",
+    "alpha_composite",
+    "capsule_elbo",
+    "pose_deviations",
+    "predict_child_poses",
+    "relaxed_presence",
+    "render_templates",
+    "template_image_likelihood",
+    "warp_templates",
+]

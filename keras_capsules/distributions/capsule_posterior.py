@@ -1,0 +1,81 @@
+"""The variational posterior over one capsule layer (Smith et al., 2.3)."""
+
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+from keras_capsules.distributions import presences as presence_lib
+
+tfd = tfp.distributions
+
+
+class CapsulePosterior:
+    """Mean-field `q(t, A)` of one layer: relaxed presences, delta or
+    Gaussian poses.
+
+    ```none
+    q(y_j) = Logistic(presence_logits_j / T, 1 / T)   (relaxed t_j)
+    q(A_j) = delta(pose_means_j)                       pose_scales None
+           = N(pose_means_j, pose_scales_j^2 I)        otherwise
+    ```
+
+    With delta poses the bound is the paper's "partially variational"
+    one: `log q(A)` is left out, and the poses are MAP estimates.
+
+    Args:
+        presence_logits: `(batch, n)` logits of `q(t_j = 1)`.
+        pose_means: `(batch, n, pose_dim)`.
+        pose_scales: None (delta poses) or `(batch, n, pose_dim)` > 0.
+        temperature: Concrete temperature `T`.
+    """
+
+    def __init__(self, presence_logits, pose_means, pose_scales, temperature):
+        self.presence_logits = presence_logits
+        self.pose_means = pose_means
+        self.pose_scales = pose_scales
+        self.temperature = temperature
+
+    @property
+    def presence_key(self):
+        return presence_lib.presence_key(self.temperature)
+
+    def sample(self, seed):
+        """A reparameterised draw, as an event dict of the layer."""
+        presence_seed, pose_seed = tfp.random.split_seed(seed, 2)
+        presence = presence_lib.sample_presences(
+            self.presence_logits, self.temperature, presence_seed
+        )
+        poses = self.pose_means
+        if self.pose_scales is not None:
+            noise = tf.random.stateless_normal(
+                tf.shape(poses), seed=pose_seed, dtype=poses.dtype
+            )
+            poses = poses + self.pose_scales * noise
+        return {self.presence_key: presence, "pose": poses}
+
+    def mode(self):
+        """Presences at their most probable value, poses at their means."""
+        logits = self.presence_logits
+        if self.temperature is None:
+            presence = tf.cast(logits > 0, logits.dtype)
+        else:  # The mode of Logistic(logits / T, 1 / T).
+            presence = logits / self.temperature
+        return {self.presence_key: presence, "pose": self.pose_means}
+
+    def log_prob(self, value):
+        """`log q(t, A)` per example, `(batch,)` (delta poses: `log q(t)`)."""
+        log_q = tf.reduce_sum(
+            presence_lib.presence_log_prob(
+                value[self.presence_key],
+                self.presence_logits,
+                self.temperature,
+            ),
+            -1,
+        )
+        if self.pose_scales is not None:
+            log_q += tf.reduce_sum(
+                tfd.Normal(self.pose_means, self.pose_scales).log_prob(
+                    value["pose"]
+                ),
+                [-2, -1],
+            )
+        return log_q

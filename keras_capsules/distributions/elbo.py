@@ -1,0 +1,51 @@
+"""The evidence lower bound of the generative capsule model (eq. 8)."""
+
+import tensorflow_probability as tfp
+
+
+def capsule_elbo(model, images, template_posterior, top_posterior_fn, seed):
+    """A one-sample estimate of eq. 8, layer by layer (supplementary A).
+
+    ```none
+    t^1, A^1 ~ q(t^1, A^1 | X)               template_posterior
+    t^0, A^0 ~ q(t^0, A^0 | t^1, A^1)         top_posterior_fn(templates)
+    L = log p(X | t^1, A^1)                                  reconstruction
+      + log p(t^1, A^1 | t^0, A^0) - log q(t^1, A^1 | X)     -template_kl
+      + log p(t^0, A^0) - log q(t^0, A^0 | t^1, A^1)         -top_kl
+    ```
+
+    The selections `s` are summed out exactly inside
+    `log p(t^1, A^1 | t^0, A^0)` (eq. 9). Every draw is reparameterised,
+    so the estimate is differentiable in the generative and variational
+    parameters.
+
+    Args:
+        model: a relaxed `GenerativeCapsuleModel` (`temperature` set).
+        images: `(batch, H, W, C)`.
+        template_posterior: `CapsulePosterior` of the template layer.
+        top_posterior_fn: callable from a template-layer event to the
+            `CapsulePosterior` of the top layer (the amortised set
+            encoder, or fixed parameters in free-form inference).
+        seed: stateless seed, `(2,)` integers.
+
+    Returns:
+        Dict of `(batch,)` tensors: `elbo`, `reconstruction`,
+        `template_kl`, `top_kl` (one-sample estimates of the KL terms).
+    """
+    template_seed, top_seed = tfp.random.split_seed(seed, 2)
+    templates = template_posterior.sample(template_seed)
+    top_posterior = top_posterior_fn(templates)
+    top = top_posterior.sample(top_seed)
+    reconstruction = model.image_likelihood(templates).log_prob(images)
+    template_kl = template_posterior.log_prob(
+        templates
+    ) - model.template_conditional(top).log_prob(templates)
+    top_kl = top_posterior.log_prob(top) - model.top_prior().log_prob(top)
+    return {
+        "elbo": reconstruction - template_kl - top_kl,
+        "reconstruction": reconstruction,
+        "template_kl": template_kl,
+        "top_kl": top_kl,
+        "templates": templates,
+        "top": top,
+    }

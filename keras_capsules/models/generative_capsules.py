@@ -1,0 +1,82 @@
+"""The generative capsule autoencoder of Smith, Schut, Gal and van der Wilk
+(2020): amortised encoders, the template decoder and the bound."""
+
+import keras
+
+from keras_capsules import distributions
+from keras_capsules import layers as capsule_layers
+
+POSE_POSTERIORS = ("delta", "gaussian")
+
+
+def posterior_size(pose_posterior):
+    """Numbers per capsule of the variational parameters: a presence logit,
+    a pose mean and, for Gaussian poses, a pose std."""
+    pose_dim = distributions.POSE_DIM
+    return 1 + pose_dim * (2 if pose_posterior == "gaussian" else 1)
+
+
+def template_encoder(
+    image_shape=(28, 28, 1),
+    num_template_capsules=16,
+    channels=32,
+    pose_posterior="delta",
+    name="template_encoder",
+):
+    """`q(t^1, A^1 | X)`: 4 conv layers (3x3, `channels`, stride 2 in the
+    first two, ELU) and attentive pooling, as in Smith et al. (2020,
+    supplementary B). Returns a functional model from images to
+    `(batch, n1, posterior_size)` variational parameters."""
+    images = keras.Input(image_shape, name="images")
+    x = images
+    for strides in (2, 2, 1, 1):
+        x = keras.layers.Conv2D(
+            channels, 3, strides=strides, padding="same", activation="elu"
+        )(x)
+    parameters = capsule_layers.AttentivePooling(
+        num_template_capsules, posterior_size(pose_posterior)
+    )(x)
+    return keras.Model(images, parameters, name=name)
+
+
+def top_encoder(
+    num_template_capsules=16,
+    num_top_capsules=16,
+    hidden_dim=128,
+    num_blocks=4,
+    num_inducing_points=32,
+    num_heads=4,
+    code_dim=32,
+    pose_posterior="delta",
+    name="top_encoder",
+):
+    """`q(t^0, A^0 | t^1, A^1)`: a set transformer over the template
+    capsules (Smith et al., 2020, supplementary B: 4 ISAB blocks of 128
+    features, 32 inducing points, 4 heads, layer norm; PMA; a linear map
+    to a 32-D code; one-hidden-layer MLP heads of 128 units).
+
+    Its input is `(batch, n1, 7)`: each template's presence and pose.
+    Returns `(batch, n0, posterior_size)` variational parameters.
+    """
+    capsules = keras.Input(
+        (num_template_capsules, 1 + distributions.POSE_DIM), name="templates"
+    )
+    x = keras.layers.Dense(hidden_dim)(capsules)
+    x = capsule_layers.CapsuleEmbedding()(x)
+    for _ in range(num_blocks):
+        x = capsule_layers.InducedSetAttention(num_inducing_points, num_heads)(
+            x
+        )
+    x = capsule_layers.PoolingByMultiheadAttention(1, num_heads)(x)
+    code = keras.layers.Dense(code_dim)(keras.layers.Flatten()(x))
+    pose_dim = distributions.POSE_DIM
+    head_sizes = [1, pose_dim] + (
+        [pose_dim] if pose_posterior == "gaussian" else []
+    )
+    heads = []
+    for size in head_sizes:
+        hidden = keras.layers.Dense(hidden_dim, activation="elu")(code)
+        head = keras.layers.Dense(num_top_capsules * size)(hidden)
+        heads.append(keras.layers.Reshape((num_top_capsules, size))(head))
+    parameters = keras.layers.Concatenate()(heads)
+    return keras.Model(capsules, parameters, name=name)

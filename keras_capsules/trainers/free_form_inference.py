@@ -1,0 +1,88 @@
+"""Test-time ("free form") variational inference (Smith et al., 2.4)."""
+
+import keras
+import tensorflow as tf
+
+from keras_capsules import distributions
+
+
+def free_form_inference(
+    autoencoder, images, num_steps=100, learning_rate=0.05, seed=0
+):
+    """Optimises the variational parameters of given images by the bound.
+
+    Rather than taking `q` from the encoders, every image gets its own
+    variational parameters, initialised at the encoders' output, and
+    `num_steps` Adam steps maximise the one-sample bound (eq. 8) with the
+    generative parameters held fixed. The selections stay summed out, so
+    each step is one sweep of an EM algorithm (section 2.4).
+
+    Args:
+        autoencoder: a trained `GenerativeCapsuleAutoencoder`.
+        images: `(batch, H, W, C)`.
+        num_steps: int, the step budget.
+        learning_rate: Adam learning rate.
+        seed: int seed of the Monte Carlo draws.
+
+    Returns:
+        `(latents, elbo_history)`: latents as from `autoencoder.encode`
+        (posterior modes), and the batch-mean bound before every step,
+        `(num_steps,)`.
+    """
+    if num_steps < 1:
+        raise ValueError(
+            f"`free_form_inference` expects `num_steps` >= 1. Received: "
+            f"num_steps={num_steps}."
+        )
+    images = tf.convert_to_tensor(images, tf.float32)
+    template_parameters = keras.Variable(
+        tf.cast(autoencoder.template_encoder(images), tf.float32)
+    )
+    templates = autoencoder.posterior_from_parameters(
+        template_parameters
+    ).mode()
+    capsules = tf.concat(
+        [tf.sigmoid(templates["presence_logit"])[..., None], templates["pose"]],
+        axis=-1,
+    )
+    top_parameters = keras.Variable(
+        tf.cast(autoencoder.top_encoder(capsules), tf.float32)
+    )
+    variables = [template_parameters, top_parameters]
+    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer.build(variables)
+    model = autoencoder.decoder.generative_model()
+
+    @tf.function
+    def step(step_seed):
+        with tf.GradientTape() as tape:
+            terms = distributions.capsule_elbo(
+                model,
+                images,
+                autoencoder.posterior_from_parameters(template_parameters),
+                lambda _: autoencoder.posterior_from_parameters(top_parameters),
+                step_seed,
+            )
+            elbo = tf.reduce_mean(terms["elbo"])
+            loss = -elbo
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, variables), variables)
+        )
+        return elbo
+
+    history = [
+        float(step(tf.constant([seed, index], tf.int32)))
+        for index in range(num_steps)
+    ]
+    template_posterior = autoencoder.posterior_from_parameters(
+        template_parameters
+    )
+    top_posterior = autoencoder.posterior_from_parameters(top_parameters)
+    templates = template_posterior.mode()
+    latents = {
+        "template_presences": tf.sigmoid(templates["presence_logit"]),
+        "template_poses": templates["pose"],
+        "top_presence_logits": top_posterior.presence_logits,
+        "top_poses": top_posterior.pose_means,
+    }
+    return latents, history

@@ -1,0 +1,62 @@
+"""GenerativeCapsuleDecoder: parameters, rendering, the model it builds."""
+
+import numpy as np
+import pytest
+
+from keras_capsules import distributions, layers
+
+
+def test_paper_configuration_has_under_30k_parameters():
+    decoder = layers.GenerativeCapsuleDecoder()
+    decoder.build()
+    assert decoder.count_params() == 6944  # paper: fewer than 30,000
+
+
+def test_call_renders_its_templates():
+    decoder = layers.GenerativeCapsuleDecoder(
+        num_top_capsules=2,
+        num_template_capsules=3,
+        template_size=4,
+        image_shape=(9, 8, 1),
+    )
+    rng = np.random.default_rng(0)
+    presences = rng.uniform(size=(2, 3)).astype("float32")
+    poses = (rng.normal(size=(2, 3, 6)) * 0.2).astype("float32")
+    image = decoder([presences, poses])
+    templates, alphas = decoder.templates()
+    expected = distributions.render_templates(
+        templates, alphas, presences, poses, (9, 8)
+    )
+    np.testing.assert_allclose(image, expected, atol=1e-6)
+
+
+def test_generative_model_samples_and_scores():
+    decoder = layers.GenerativeCapsuleDecoder(
+        num_top_capsules=2,
+        num_template_capsules=3,
+        template_size=4,
+        image_shape=(8, 8, 1),
+    )
+    decoder.build()
+    for relaxed in (False, True):
+        model = decoder.generative_model(relaxed=relaxed)
+        sample = model.sample(4, seed=(1, 2))
+        assert sample["image"].shape == (4, 8, 8, 1)
+        log_joint = model.log_joint(
+            sample["image"], sample["top"], sample["templates"]
+        )
+        assert log_joint.shape == (4,)
+        assert np.all(np.isfinite(log_joint))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"pixel_scale": 0.0}, "pixel_scale"),
+        ({"image_shape": (28, 28)}, r"\(H, W, C\)"),
+        ({"num_template_capsules": 0}, "num_template_capsules"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        layers.GenerativeCapsuleDecoder(**kwargs)
