@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.dynamic_routing
 	$(VENV)/bin/python -m bench.heinsen_routing
 	$(VENV)/bin/python -m bench.em_routing
+	$(VENV)/bin/python -m bench.generative_capsules
 
 clean:
 	rm -rf $(VENV) demo_output

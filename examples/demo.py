@@ -2,11 +2,11 @@
 
 Trains capsule regression (EM and SGD; multiclass, one-versus-all and
 all-versus-all), a small dynamic-routing CapsNet, a small Heinsen-routing
-image model and the small matrix-capsule network (EM routing) on objects
-made of parts
-seen from familiar viewpoints, tests on familiar and novel viewpoints,
-prints a results table and writes figures. No download; about four minutes
-on 2 CPU cores.
+image model, the small matrix-capsule network (EM routing) and the
+generative capsule model (unsupervised; a linear probe on its top
+capsules classifies) on objects made of parts seen from familiar
+viewpoints, tests on familiar and novel viewpoints, prints a results table
+and writes figures. No download; a few minutes on 2 CPU cores.
 
 Usage: python -m examples.demo --output_dir=demo_output
 """
@@ -48,6 +48,12 @@ _MATRIX_EPOCHS = flags.DEFINE_integer(
 )
 _MATRIX_TRAIN_SIZE = flags.DEFINE_integer(
     "matrix_train_size", 4000, "Training images of the matrix-capsule model."
+)
+_GENERATIVE_EPOCHS = flags.DEFINE_integer(
+    "generative_epochs", 3, "Generative capsule model epochs."
+)
+_GENERATIVE_TRAIN_SIZE = flags.DEFINE_integer(
+    "generative_train_size", 3000, "Training images of the generative model."
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
@@ -243,6 +249,43 @@ def run_matrix_capsules(raw, epochs, train_size, output_dir):
     }
 
 
+def run_generative_capsules(raw, epochs, train_size, output_dir):
+    """The generative capsule model (Smith et al. 2020), trained without
+    labels; errors are those of a linear probe on its top capsules
+    `(t0, A0)`. Writes reconstructions and templates."""
+    images = raw["train"]["image"][:train_size]
+    model = models.generative_capsule_autoencoder(
+        image_shape=images.shape[1:], seed=_SEED.value
+    )
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True)
+    model.fit(images, batch_size=64, epochs=epochs, verbose=0)
+
+    def features(x):
+        latents = model.encode(x)
+        poses = np.asarray(latents["top_poses"]).reshape(len(x), -1)
+        return np.concatenate([latents["top_presence_logits"], poses], 1)
+
+    accuracy = trainers.linear_probe_accuracy(
+        features(images),
+        raw["train"]["label"][:train_size],
+        {
+            s: (features(raw[s]["image"]), raw[s]["label"])
+            for s in ("test", "test_novel")
+        },
+        epochs=30,
+        seed=_SEED.value,
+    )
+    examples = raw["test_novel"]["image"][:8]
+    plots.plot_image_rows(
+        {"input": examples, "reconstruction": np.asarray(model(examples))},
+        os.path.join(output_dir, "generative_reconstructions.png"),
+    )
+    plots.plot_templates(
+        model.decoder, os.path.join(output_dir, "generative_templates.png")
+    )
+    return {s: 1.0 - accuracy[s] for s in accuracy}
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -258,6 +301,7 @@ def main(argv):
         ("CapsNet, dynamic routing", "sgd", 16, "capsnet"),
         ("Heinsen routing, image model", "sgd", 4, "heinsen"),
         ("matrix capsules, EM routing", "sgd", 16, "matrix"),
+        ("generative capsules, probe (t0, A0)", "elbo", 6, "generative"),
     ]
     rows, layers = [], {}
     for name, training, capsule_dim, architecture in runs:
@@ -276,6 +320,14 @@ def main(argv):
                 _OUTPUT_DIR.value,
             )
             steps, layer = _MATRIX_EPOCHS.value, None
+        elif architecture == "generative":
+            errors = run_generative_capsules(
+                raw,
+                _GENERATIVE_EPOCHS.value,
+                _GENERATIVE_TRAIN_SIZE.value,
+                _OUTPUT_DIR.value,
+            )
+            steps, layer = _GENERATIVE_EPOCHS.value, None
         elif training == "em":
             errors, steps, layer = run_em(
                 features, capsule_dim, architecture, _MAX_ITERATIONS.value
@@ -334,7 +386,10 @@ def print_table(rows):
             f"{row['steps']:>6} {row['seconds']:>8}"
         )
     chance = 1.0 - 1.0 / len(datasets.SHAPE_NAMES)
-    print(f"(chance error: {chance:.0%}; steps: EM iterations or SGD epochs)")
+    print(
+        f"(chance error: {chance:.0%}; steps: EM iterations or SGD epochs; "
+        "d of the generative model: pose size)"
+    )
 
 
 if __name__ == "__main__":

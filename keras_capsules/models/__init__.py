@@ -19,10 +19,12 @@ from keras_capsules.models.matrix_capsnet import (
     small_matrix_capsnet,
     viewpoint_cnn,
 )
+from keras_capsules.models.vae import VariationalAutoencoder
 
 __all__ = [
     "CapsNet",
     "GenerativeCapsuleAutoencoder",
+    "VariationalAutoencoder",
     "capsnet",
     "generative_capsule_autoencoder",
     "heinsen_image",

@@ -8,6 +8,7 @@ from keras_capsules.trainers.capsule_regression_em import (
     CapsuleRegressionEM,
 )
 from keras_capsules.trainers.free_form_inference import free_form_inference
+from keras_capsules.trainers.linear_probe import linear_probe_accuracy
 
 __all__ = [
     "ARCHITECTURES",
@@ -15,4 +16,5 @@ __all__ = [
     "PAPER_PATIENCE",
     "PAPER_THRESHOLDS",
     "free_form_inference",
+    "linear_probe_accuracy",
 ]

@@ -7,7 +7,12 @@ from keras_capsules import distributions
 
 
 def free_form_inference(
-    autoencoder, images, num_steps=100, learning_rate=0.05, seed=0
+    autoencoder,
+    images,
+    num_steps=100,
+    learning_rate=0.05,
+    seed=0,
+    jit_compile=True,
 ):
     """Optimises the variational parameters of given images by the bound.
 
@@ -23,6 +28,7 @@ def free_form_inference(
         num_steps: int, the step budget.
         learning_rate: Adam learning rate.
         seed: int seed of the Monte Carlo draws.
+        jit_compile: compile each step with XLA.
 
     Returns:
         `(latents, elbo_history)`: latents as from `autoencoder.encode`
@@ -53,7 +59,7 @@ def free_form_inference(
     optimizer.build(variables)
     model = autoencoder.decoder.generative_model()
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step(step_seed):
         with tf.GradientTape() as tape:
             terms = distributions.capsule_elbo(

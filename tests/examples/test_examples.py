@@ -62,6 +62,8 @@ class ExamplesTest(tf.test.TestCase):
                 "--capsnet_epochs=1",
                 "--heinsen_epochs=1",
                 "--matrix_train_size=64",
+                "--generative_train_size=64",
+                "--generative_epochs=1",
             ],
             capture_output=True,
             text=True,
@@ -71,12 +73,17 @@ class ExamplesTest(tf.test.TestCase):
         self.assertIn("Test error on the procedural shapes", result.stdout)
         with open(os.path.join(directory, "results.json")) as f:
             rows = json.load(f)
-        self.assertLen(rows, 8)
-        self.assertEqual(rows[-1]["model"], "matrix capsules, EM routing")
+        self.assertLen(rows, 9)
+        self.assertEqual(rows[-2]["model"], "matrix capsules, EM routing")
+        self.assertEqual(
+            rows[-1]["model"], "generative capsules, probe (t0, A0)"
+        )
         for name in (
             "latent_space.png",
             "capsnet_reconstructions.png",
             "em_vote_distances.png",
+            "generative_reconstructions.png",
+            "generative_templates.png",
         ):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
 
