@@ -301,7 +301,7 @@ def main(argv):
         ("CapsNet, dynamic routing", "sgd", 16, "capsnet"),
         ("Heinsen routing, image model", "sgd", 4, "heinsen"),
         ("matrix capsules, EM routing", "sgd", 16, "matrix"),
-        ("generative capsules, probe (t0, A0)", "elbo", 6, "generative"),
+        ("generative capsules (probe)", "elbo", 6, "generative"),
     ]
     rows, layers = [], {}
     for name, training, capsule_dim, architecture in runs:

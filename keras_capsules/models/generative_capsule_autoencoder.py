@@ -12,6 +12,10 @@ from keras_capsules.models import generative_capsules
 MIN_POSE_POSTERIOR_SCALE = 1e-3
 
 
+def _num_replicas():
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class GenerativeCapsuleAutoencoder(keras.Model):
     """Amortised variational inference in the generative capsule model
@@ -127,7 +131,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         with tf.GradientTape() as tape:
             terms = self.elbo_terms(images, training=True)
             loss = -ops.mean(terms["elbo"])
-        gradients = tape.gradient(loss, self.trainable_variables)
+            # Replicas' gradients are summed: each takes its share.
+            replica_loss = loss / _num_replicas()
+        gradients = tape.gradient(replica_loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
         return self._report(loss, terms)
 

@@ -87,7 +87,11 @@ class VariationalAutoencoder(keras.Model):
         images = data[0] if isinstance(data, (tuple, list)) else data
         with tf.GradientTape() as tape:
             loss = ops.mean(self.negative_elbo(images))
-        gradients = tape.gradient(loss, self.trainable_variables)
+            # Replicas' gradients are summed: each takes its share.
+            replica_loss = (
+                loss / tf.distribute.get_strategy().num_replicas_in_sync
+            )
+        gradients = tape.gradient(replica_loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
         return self._report(loss)
 

@@ -76,7 +76,7 @@ class ExamplesTest(tf.test.TestCase):
         self.assertLen(rows, 9)
         self.assertEqual(rows[-2]["model"], "matrix capsules, EM routing")
         self.assertEqual(
-            rows[-1]["model"], "generative capsules, probe (t0, A0)"
+            rows[-1]["model"], "generative capsules (probe)"
         )
         for name in (
             "latent_space.png",
