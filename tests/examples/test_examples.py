@@ -75,9 +75,7 @@ class ExamplesTest(tf.test.TestCase):
             rows = json.load(f)
         self.assertLen(rows, 9)
         self.assertEqual(rows[-2]["model"], "matrix capsules, EM routing")
-        self.assertEqual(
-            rows[-1]["model"], "generative capsules (probe)"
-        )
+        self.assertEqual(rows[-1]["model"], "generative capsules (probe)")
         for name in (
             "latent_space.png",
             "capsnet_reconstructions.png",
