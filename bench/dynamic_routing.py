@@ -70,17 +70,12 @@ def run_case(case):
     target, mode = case.split(":")
     batch = _BATCH_SIZE.value
     step, shape = _step_function(target, mode, batch)
-    before = measure.peak_memory_mb()
-    seconds = measure.best_seconds(step, _REPEATS.value)
+    timing = measure.time_step(step, batch, _REPEATS.value)
     return {
         "name": f"dynamic_routing_{target}_forward_backward",
         "mode": mode,
         "shape": shape,
-        "batch_size": batch,
-        "seconds_per_step": round(seconds, 4),
-        "examples_per_second": round(batch / seconds, 1),
-        "peak_memory_mb": round(measure.peak_memory_mb() - before),
-        "device": measure.device_name(),
+        **timing,
     }
 
 

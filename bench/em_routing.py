@@ -106,8 +106,7 @@ def run_case(case):
     name, mode = case.split(":")
     batch = _BATCH_SIZE.value
     layer, step = _step_function(name, batch, mode)
-    before = measure.peak_memory_mb()
-    seconds = measure.best_seconds(step, _REPEATS.value)
+    timing = measure.time_step(step, batch, _REPEATS.value)
     _, grid, types = _LAYERS[name]
     shape = (
         {"image": [32, 32, 1]}
@@ -122,11 +121,7 @@ def run_case(case):
         "parameters": int(
             sum(np.prod(w.shape) for w in layer.trainable_weights)
         ),
-        "batch_size": batch,
-        "seconds_per_step": round(seconds, 5),
-        "examples_per_second": round(batch / seconds, 1),
-        "peak_memory_mb": round(measure.peak_memory_mb() - before),
-        "device": measure.device_name(),
+        **timing,
     }
 
 

@@ -62,8 +62,7 @@ def run_case(case):
     work, size, batch, mode = case.split(":")
     size, batch = int(size), int(batch)
     step = _step_function(work, size, batch, mode)
-    before = measure.peak_memory_mb()
-    seconds = measure.best_seconds(step, _REPEATS.value)
+    timing = measure.time_step(step, batch, _REPEATS.value)
     return {
         "name": f"generative_capsules_{work}",
         "mode": mode,
@@ -73,11 +72,7 @@ def run_case(case):
             "templates": 16,
             "template_size": 12,
         },
-        "batch_size": batch,
-        "seconds_per_step": round(seconds, 5),
-        "examples_per_second": round(batch / seconds, 1),
-        "peak_memory_mb": round(measure.peak_memory_mb() - before),
-        "device": measure.device_name(),
+        **timing,
     }
 
 

@@ -76,8 +76,7 @@ def run_case(case):
     shape_name, batch, mode = case.split(":")
     batch = int(batch)
     step = _step_function(shape_name, batch, mode)
-    before = measure.peak_memory_mb()
-    seconds = measure.best_seconds(step, _REPEATS.value)
+    timing = measure.time_step(step, batch, _REPEATS.value)
     n_in, d_cov, d_in, n_out, d_out, num_inputs = _SHAPES[shape_name]
     return {
         "name": f"heinsen_routing_{shape_name}_forward_backward",
@@ -90,11 +89,7 @@ def run_case(case):
             "d_out": d_out,
             "num_inputs": num_inputs,
         },
-        "batch_size": batch,
-        "seconds_per_step": round(seconds, 5),
-        "examples_per_second": round(batch / seconds, 1),
-        "peak_memory_mb": round(measure.peak_memory_mb() - before),
-        "device": measure.device_name(),
+        **timing,
     }
 
 

@@ -24,6 +24,22 @@ def best_seconds(run, repeats):
     return best
 
 
+def time_step(step, batch_size, repeats):
+    """The timing fields of one measurement: `batch_size`,
+    `seconds_per_step` (best of `repeats` after a compiling run),
+    `examples_per_second`, `peak_memory_mb` (the peak less the memory just
+    before the work) and `device`."""
+    before = peak_memory_mb()
+    seconds = best_seconds(step, repeats)
+    return {
+        "batch_size": batch_size,
+        "seconds_per_step": round(seconds, 5),
+        "examples_per_second": round(batch_size / seconds, 1),
+        "peak_memory_mb": round(peak_memory_mb() - before),
+        "device": device_name(),
+    }
+
+
 def peak_memory_mb():
     """The GPU allocator's peak on a GPU, else the process's peak resident
     set, in MB."""
