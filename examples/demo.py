@@ -261,9 +261,7 @@ def run_generative_capsules(raw, epochs, train_size, output_dir):
     model.fit(images, batch_size=64, epochs=epochs, verbose=0)
 
     def features(x):
-        latents = model.encode(x)
-        poses = np.asarray(latents["top_poses"]).reshape(len(x), -1)
-        return np.concatenate([latents["top_presence_logits"], poses], 1)
+        return models.top_layer_features(model.encode(x))["t0_A0"]
 
     accuracy = trainers.linear_probe_accuracy(
         features(images),

@@ -161,13 +161,6 @@ def in_batches(function, images, batch_size=500):
     )
 
 
-def capsule_features(latents):
-    """`t0` logits, and `(t0, A0)` flattened."""
-    presences = np.asarray(latents["top_presence_logits"])
-    poses = np.asarray(latents["top_poses"]).reshape(len(presences), -1)
-    return {"t0": presences, "t0_A0": np.concatenate([presences, poses], 1)}
-
-
 def probe(train_features, train_labels, test_features, labels):
     return trainers.linear_probe_accuracy(
         train_features,
@@ -190,11 +183,11 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
     amortised, free_form, labels, bounds = {}, {}, {}, {}
     for name, (images, set_labels) in sets.items():
         images, labels[name] = images[:count], set_labels[:count]
-        amortised[name] = capsule_features(model.encode(images))["t0"]
+        amortised[name] = models.top_layer_features(model.encode(images))["t0"]
         latents, history = trainers.free_form_inference(
             model, images, num_steps=_FREE_FORM_STEPS.value, seed=_SEED.value
         )
-        free_form[name] = capsule_features(latents)["t0"]
+        free_form[name] = models.top_layer_features(latents)["t0"]
         bounds[name] = {  # one-sample estimates: average the last 5
             "before": round(history[0], 1),
             "after": round(float(np.mean(history[-5:])), 1),
@@ -274,7 +267,7 @@ def probe_table(model, vae, probe_sets, test_sets):
     `probe_sets` maps every test set to the probe's training images."""
 
     def encode_all(images):
-        return capsule_features(in_batches(model.encode, images))
+        return models.top_layer_features(in_batches(model.encode, images))
 
     def vae_features(images):
         mean, std = in_batches(vae.encode, images)

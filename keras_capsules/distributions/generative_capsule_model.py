@@ -130,7 +130,3 @@ class GenerativeCapsuleModel:
             + self.template_conditional(top).log_prob(templates)
             + self.image_likelihood(templates).log_prob(images)
         )
-
-    def mean_image(self, templates):
-        """The composited image `P` of a template-layer event."""
-        return self.image_likelihood(templates).mean()

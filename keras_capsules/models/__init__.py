@@ -4,6 +4,7 @@ from keras_capsules.models.capsnet import CapsNet, capsnet
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
     generative_capsule_autoencoder,
+    top_layer_features,
 )
 from keras_capsules.models.generative_capsules import (
     template_encoder,
@@ -34,5 +35,6 @@ __all__ = [
     "template_encoder",
     "token_embedder",
     "top_encoder",
+    "top_layer_features",
     "viewpoint_cnn",
 ]

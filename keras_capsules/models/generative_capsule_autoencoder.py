@@ -1,6 +1,7 @@
 """A Keras model that trains the generative capsule model by its bound."""
 
 import keras
+import numpy as np
 import tensorflow as tf  # the training step differentiates with a tape
 from keras import ops
 
@@ -95,14 +96,19 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             self.template_encoder(images, training=training)
         )
 
+    @staticmethod
+    def template_capsules(templates):
+        """The top encoder's input, `(batch, n1, 7)`: each template's
+        presence and pose, from a template-layer event."""
+        presences = ops.sigmoid(templates["presence_logit"])
+        return ops.concatenate([presences[..., None], templates["pose"]], -1)
+
     def top_posterior(self, templates, training=False):
         """`q(t^0, A^0 | t^1, A^1)` of a template-layer event."""
-        presences = ops.sigmoid(templates["presence_logit"])
-        capsules = ops.concatenate(
-            [presences[..., None], templates["pose"]], axis=-1
-        )
         return self.posterior_from_parameters(
-            self.top_encoder(capsules, training=training)
+            self.top_encoder(
+                self.template_capsules(templates), training=training
+            )
         )
 
     # The bound ---------------------------------------------------------
@@ -157,8 +163,14 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         `(batch, n1, 6)`, `top_presence_logits` `(batch, n0)` (the logits
         of `q(t^0 = 1)`) and `top_poses` `(batch, n0, 6)`."""
         template_posterior = self.template_posterior(images)
+        top_posterior = self.top_posterior(template_posterior.mode())
+        return self.latents(template_posterior, top_posterior)
+
+    @staticmethod
+    def latents(template_posterior, top_posterior):
+        """The latent variables `encode` returns, from the two layers'
+        posteriors (their modes; the top layer's presence as logits)."""
         templates = template_posterior.mode()
-        top_posterior = self.top_posterior(templates)
         return {
             "template_presences": ops.sigmoid(templates["presence_logit"]),
             "template_poses": templates["pose"],
@@ -194,6 +206,15 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         for key in ("decoder", "template_encoder", "top_encoder"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def top_layer_features(latents):
+    """Probe features of `encode`'s latents (Smith et al., Table 1):
+    `{"t0": (batch, n0) presence logits, "t0_A0": (batch, n0 * 7) those and
+    the flattened poses}`, as NumPy arrays."""
+    presences = np.asarray(latents["top_presence_logits"])
+    poses = np.asarray(latents["top_poses"]).reshape(len(presences), -1)
+    return {"t0": presences, "t0_A0": np.concatenate([presences, poses], 1)}
 
 
 def generative_capsule_autoencoder(

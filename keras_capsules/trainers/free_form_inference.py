@@ -47,12 +47,11 @@ def free_form_inference(
     templates = autoencoder.posterior_from_parameters(
         template_parameters
     ).mode()
-    capsules = tf.concat(
-        [tf.sigmoid(templates["presence_logit"])[..., None], templates["pose"]],
-        axis=-1,
-    )
     top_parameters = keras.Variable(
-        tf.cast(autoencoder.top_encoder(capsules), tf.float32)
+        tf.cast(
+            autoencoder.top_encoder(autoencoder.template_capsules(templates)),
+            tf.float32,
+        )
     )
     variables = [template_parameters, top_parameters]
     optimizer = keras.optimizers.Adam(learning_rate)
@@ -80,15 +79,10 @@ def free_form_inference(
         float(step(tf.constant([seed, index], tf.int32)))
         for index in range(num_steps)
     ]
-    template_posterior = autoencoder.posterior_from_parameters(
-        template_parameters
+    return (
+        autoencoder.latents(
+            autoencoder.posterior_from_parameters(template_parameters),
+            autoencoder.posterior_from_parameters(top_parameters),
+        ),
+        history,
     )
-    top_posterior = autoencoder.posterior_from_parameters(top_parameters)
-    templates = template_posterior.mode()
-    latents = {
-        "template_presences": tf.sigmoid(templates["presence_logit"]),
-        "template_poses": templates["pose"],
-        "top_presence_logits": top_posterior.presence_logits,
-        "top_poses": top_posterior.pose_means,
-    }
-    return latents, history
