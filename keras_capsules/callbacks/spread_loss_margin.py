@@ -1,15 +1,45 @@
-"""The spread-loss margin schedule of Hinton, Sabour, Frosst (2018)."""
+"""Spread-loss margin schedules of Hinton, Sabour, Frosst (2018): the
+paper's linear rise over a run, and the official code's sigmoid of the
+absolute step."""
+
+import math
 
 import keras
 
 from keras_capsules.callbacks.training_step import optimizer_step
 
 
-class SpreadLossMargin(keras.callbacks.Callback):
+class _MarginSchedule(keras.callbacks.Callback):
+    """Sets a `SpreadLoss` margin from the optimizer's step count before
+    each batch, so a run resumed from a backup continues the schedule, and
+    logs it as `spread_margin` each epoch."""
+
+    def __init__(self, loss):
+        super().__init__()
+        if not hasattr(loss, "margin"):
+            raise ValueError(
+                f"`{type(self).__name__}` expects a loss with a `margin` "
+                f"variable, such as `losses.SpreadLoss`. Received: {loss!r}."
+            )
+        self.loss = loss
+
+    def margin_at(self, step):
+        """The margin after `step` optimizer steps."""
+        raise NotImplementedError
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.loss.margin.assign(self.margin_at(optimizer_step(self.model)))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["spread_margin"] = self.margin_at(optimizer_step(self.model))
+
+
+class SpreadLossMargin(_MarginSchedule):
     """Raises a `SpreadLoss` margin linearly from `start` to `end` over
     `total_steps` optimizer steps (the paper: 0.2 to 0.9 during training),
-    then holds it. Reads the optimizer's step count before each batch, so a
-    run resumed from a backup continues the schedule where it stopped.
+    then holds it. The schedule follows the fraction of the run, so a
+    shorter run reaches 0.9 sooner.
 
     Args:
         loss: the `losses.SpreadLoss` given to `compile`.
@@ -19,30 +49,59 @@ class SpreadLossMargin(keras.callbacks.Callback):
     """
 
     def __init__(self, loss, total_steps, start=0.2, end=0.9):
-        super().__init__()
-        if not hasattr(loss, "margin"):
-            raise ValueError(
-                "`SpreadLossMargin` expects a loss with a `margin` variable, "
-                f"such as `losses.SpreadLoss`. Received: {loss!r}."
-            )
+        super().__init__(loss)
         if total_steps < 1:
             raise ValueError(
                 "`SpreadLossMargin` expects `total_steps` >= 1. Received: "
                 f"{total_steps!r}."
             )
-        self.loss = loss
         self.total_steps = int(total_steps)
         self.start = float(start)
         self.end = float(end)
 
     def margin_at(self, step):
-        """The margin after `step` optimizer steps."""
         progress = min(step / self.total_steps, 1.0)
         return self.start + (self.end - self.start) * progress
 
-    def on_train_batch_begin(self, batch, logs=None):
-        self.loss.margin.assign(self.margin_at(optimizer_step(self.model)))
 
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["spread_margin"] = self.margin_at(optimizer_step(self.model))
+class SigmoidSpreadLossMargin(_MarginSchedule):
+    """The official code's margin, a sigmoid of the absolute step:
+    `start + rise * sigmoid(min(cap, step / steps_per_unit - offset))`,
+    0.214 at step 0, 0.237 at 50,000 and 0.6 at 200,000 with the defaults.
+    The same step gives the same margin whatever the length of the run.
+
+    Args:
+        loss: the `losses.SpreadLoss` given to `compile`.
+        start: float. Defaults to `0.2`.
+        rise: float, what the margin gains at most. Defaults to `0.79`.
+        steps_per_unit: float, steps per unit of the sigmoid's argument.
+            Defaults to `50_000`.
+        offset: float. Defaults to `4.0`.
+        cap: float, the largest argument of the sigmoid. Defaults to
+            `10.0`.
+    """
+
+    def __init__(
+        self,
+        loss,
+        start=0.2,
+        rise=0.79,
+        steps_per_unit=50_000,
+        offset=4.0,
+        cap=10.0,
+    ):
+        super().__init__(loss)
+        if steps_per_unit <= 0:
+            raise ValueError(
+                "`SigmoidSpreadLossMargin` expects `steps_per_unit` > 0. "
+                f"Received: {steps_per_unit!r}."
+            )
+        self.start = float(start)
+        self.rise = float(rise)
+        self.steps_per_unit = float(steps_per_unit)
+        self.offset = float(offset)
+        self.cap = float(cap)
+
+    def margin_at(self, step):
+        argument = min(self.cap, step / self.steps_per_unit - self.offset)
+        return self.start + self.rise / (1.0 + math.exp(-argument))

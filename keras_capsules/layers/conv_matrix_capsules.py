@@ -4,11 +4,12 @@
 import keras
 from keras import ops
 
+from keras_capsules.layers import em_activation, validation
 from keras_capsules.layers import inverse_temperatures as schedules
-from keras_capsules.layers import validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.conv_em_routing import conv_em_routing
+from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
 
 def same_padding(size, kernel_size, strides):
@@ -44,6 +45,18 @@ class ConvMatrixCapsules(keras.layers.Layer):
             `inverse_temperatures.default_inverse_temperatures`. Held in a
             non-trainable weight that `callbacks.InverseTemperatureSchedule`
             may change during training.
+        activation_bias_gain: float `g > 0`: the activation logit is
+            `lambda (g beta_a - cost)`. Defaults to `1.0` (the paper); the
+            official code's `5000` lets the bias learn when `lambda` is
+            small.
+        cost_normalization: `"none"` (the paper), `"per_child"` (the cost
+            divided by the number of children per parent, so layers of
+            different widths give costs of one scale) or `"standardize"`
+            (the costs' z-scores across the parent types at a position:
+            activations spread whatever the layer). Defaults to `"none"`.
+        variance_floor: float `> 0` added to every variance. Defaults to
+            `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
+            5e-4.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5, which keeps votes at the scale
             of the poses.
@@ -78,6 +91,9 @@ class ConvMatrixCapsules(keras.layers.Layer):
         padding="valid",
         num_iterations=3,
         inverse_temperatures=None,
+        activation_bias_gain=1.0,
+        cost_normalization="none",
+        variance_floor=VARIANCE_FLOOR,
         kernel_initializer=None,
         kernel_regularizer=None,
         **kwargs,
@@ -95,6 +111,9 @@ class ConvMatrixCapsules(keras.layers.Layer):
         self.padding = padding
         self.inverse_temperatures = schedules.resolve(
             self, num_iterations, inverse_temperatures
+        )
+        em_activation.set_arguments(
+            self, activation_bias_gain, cost_normalization, variance_floor
         )
         self.kernel_initializer = keras.initializers.get(
             kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)
@@ -161,6 +180,9 @@ class ConvMatrixCapsules(keras.layers.Layer):
             ops.cast(self.beta_a, "float32"),
             self.inverse_temperature_weight,
             self.strides,
+            **em_activation.op_arguments(
+                self, self.kernel_size**2 * self.kernel.shape[2]
+            ),
         )
         return [
             ops.cast(parent_activations, self.compute_dtype),
@@ -195,6 +217,7 @@ class ConvMatrixCapsules(keras.layers.Layer):
             "padding": self.padding,
             "num_iterations": self.num_iterations,
             "inverse_temperatures": self.inverse_temperatures,
+            **em_activation.config(self),
             "kernel_initializer": keras.initializers.serialize(
                 self.kernel_initializer
             ),

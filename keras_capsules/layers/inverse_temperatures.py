@@ -13,13 +13,46 @@ import keras
 DEFAULT_FINAL_INVERSE_TEMPERATURE = 0.001
 
 
+# The official code's schedule over iterations: lambda_t = final (1 -
+# GEOMETRIC_RATIO^(t + 1)).
+GEOMETRIC_RATIO = 0.95
+SCHEDULES = ("linear", "geometric")
+
+
+def linear_inverse_temperatures(num_iterations, final):
+    """`lambda_t = final (t + 1) / T`, `t = 0 .. T - 1`: rising linearly to
+    `final` over `T = num_iterations` iterations."""
+    return [final * (t + 1) / num_iterations for t in range(num_iterations)]
+
+
+def geometric_inverse_temperatures(num_iterations, final):
+    """`lambda_t = final (1 - 0.95^(t + 1))`: the official code's schedule
+    (0.05, 0.0975, 0.143 of `final` for three iterations)."""
+    return [
+        final * (1.0 - GEOMETRIC_RATIO ** (t + 1))
+        for t in range(num_iterations)
+    ]
+
+
+def inverse_temperature_schedule(name, num_iterations, final):
+    """The `name`d schedule (one of `SCHEDULES`) of `num_iterations`
+    values."""
+    if name not in SCHEDULES:
+        raise ValueError(
+            f"Unknown inverse-temperature schedule {name!r}. Expected one "
+            f"of {SCHEDULES}."
+        )
+    if name == "linear":
+        return linear_inverse_temperatures(num_iterations, final)
+    return geometric_inverse_temperatures(num_iterations, final)
+
+
 def default_inverse_temperatures(num_iterations):
     """`lambda_t = lambda_final (t + 1) / T`: rising linearly to
     `DEFAULT_FINAL_INVERSE_TEMPERATURE` over `T` iterations."""
-    return [
-        DEFAULT_FINAL_INVERSE_TEMPERATURE * (t + 1) / num_iterations
-        for t in range(num_iterations)
-    ]
+    return linear_inverse_temperatures(
+        num_iterations, DEFAULT_FINAL_INVERSE_TEMPERATURE
+    )
 
 
 def resolve(layer, num_iterations, inverse_temperatures):

@@ -5,10 +5,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_capsules.layers import em_activation, validation
 from keras_capsules.layers import inverse_temperatures as schedules
-from keras_capsules.layers import validation
 from keras_capsules.layers.masks import combined_input_mask
-from keras_capsules.ops.em_routing import em_routing
+from keras_capsules.ops.em_routing import VARIANCE_FLOOR, em_routing
 
 
 def coordinate_offsets(height, width, dtype):
@@ -56,6 +56,18 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         inverse_temperatures: optional list of `num_iterations` floats; None
             for `inverse_temperatures.default_inverse_temperatures`. Held in
             a non-trainable weight (see `ConvMatrixCapsules`).
+        activation_bias_gain: float `g > 0`: the activation logit is
+            `lambda (g beta_a - cost)`. Defaults to `1.0` (the paper); the
+            official code's `5000` lets the bias learn when `lambda` is
+            small.
+        cost_normalization: `"none"` (the paper), `"per_child"` (the cost
+            divided by the number of children per parent, so layers of
+            different widths give costs of one scale) or `"standardize"`
+            (the costs' z-scores across the parent types at a position:
+            activations spread whatever the layer). Defaults to `"none"`.
+        variance_floor: float `> 0` added to every variance. Defaults to
+            `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
+            5e-4.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5.
         kernel_regularizer: optional regularizer of `W`.
@@ -86,6 +98,9 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         coordinate_addition=True,
         num_iterations=3,
         inverse_temperatures=None,
+        activation_bias_gain=1.0,
+        cost_normalization="none",
+        variance_floor=VARIANCE_FLOOR,
         kernel_initializer=None,
         kernel_regularizer=None,
         **kwargs,
@@ -97,6 +112,9 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         self.coordinate_addition = bool(coordinate_addition)
         self.inverse_temperatures = schedules.resolve(
             self, num_iterations, inverse_temperatures
+        )
+        em_activation.set_arguments(
+            self, activation_bias_gain, cost_normalization, variance_floor
         )
         self.kernel_initializer = keras.initializers.get(
             kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)
@@ -139,13 +157,15 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         if mask is not None:
             mask = ops.reshape(mask, (batch, -1))
         # Route in float32: float16 variances and log-densities lose range.
+        votes = self.votes(poses)
         output_activations, means, _ = em_routing(
-            self.votes(poses),
+            votes,
             ops.reshape(ops.cast(activations, "float32"), (batch, -1)),
             ops.cast(self.beta_u, "float32"),
             ops.cast(self.beta_a, "float32"),
             self.inverse_temperature_weight,
             mask=mask,
+            **em_activation.op_arguments(self, votes.shape[1]),
         )
         return [
             ops.cast(output_activations, self.compute_dtype),
@@ -172,6 +192,7 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
             "coordinate_addition": self.coordinate_addition,
             "num_iterations": self.num_iterations,
             "inverse_temperatures": self.inverse_temperatures,
+            **em_activation.config(self),
             "kernel_initializer": keras.initializers.serialize(
                 self.kernel_initializer
             ),

@@ -22,6 +22,9 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         strides: int or pair. Defaults to `1`.
         padding: `"valid"` or `"same"`. Defaults to `"valid"`.
         kernel_initializer: initializer of both convolution kernels.
+        activation_bias_initializer: initializer of the activation
+            convolution's bias, the logit of every activation before
+            training. Defaults to `"zeros"`.
         kernel_regularizer: optional regularizer of both kernels.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
@@ -47,6 +50,7 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         padding="valid",
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
+        activation_bias_initializer="zeros",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -58,12 +62,17 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         self.padding = padding
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.pose_convolution = self._convolution(16, "pose_convolution")
+        self.activation_bias_initializer = keras.initializers.get(
+            activation_bias_initializer
+        )
+        self.pose_convolution = self._convolution(
+            16, "pose_convolution", "zeros"
+        )
         self.activation_convolution = self._convolution(
-            1, "activation_convolution"
+            1, "activation_convolution", self.activation_bias_initializer
         )
 
-    def _convolution(self, channels_per_type, name):
+    def _convolution(self, channels_per_type, name, bias_initializer):
         return keras.layers.Conv2D(
             self.num_capsule_types * channels_per_type,
             self.kernel_size,
@@ -71,6 +80,7 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             padding=self.padding,
             kernel_initializer=self.kernel_initializer,
             kernel_regularizer=self.kernel_regularizer,
+            bias_initializer=bias_initializer,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -103,5 +113,8 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             ),
             "kernel_regularizer": keras.regularizers.serialize(
                 self.kernel_regularizer
+            ),
+            "activation_bias_initializer": keras.initializers.serialize(
+                self.activation_bias_initializer
             ),
         }

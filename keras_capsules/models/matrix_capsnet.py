@@ -4,6 +4,39 @@ the CNN baseline of its novel-viewpoint experiment (sec. 5.1)."""
 import keras
 
 from keras_capsules import layers
+from keras_capsules.layers import inverse_temperatures as schedules
+from keras_capsules.ops.em_routing import VARIANCE_FLOOR
+
+# Routing and initialisation of each named recipe; README "Matrix capsules"
+# gives the ablations behind "standardized".
+RECIPES = {
+    # The paper's Procedure 1 as written, lambda rising linearly to 0.001.
+    "paper": {
+        "final_inverse_temperature": (
+            schedules.DEFAULT_FINAL_INVERSE_TEMPERATURE
+        ),
+        "activation_bias_gain": 1.0,
+        "cost_normalization": "none",
+        "variance_floor": VARIANCE_FLOOR,
+        "vote_weight_stddev": 0.5,
+        "primary_activation_bias": 0.0,
+        "batch_norm": False,
+    },
+    # Costs standardised across parent types (logits of unit spread in
+    # every layer, so the bias learns and some capsules start off), lambda
+    # rising linearly to 1, and the official code's variance floor 5e-4,
+    # which keeps tiny initial poses from committing every child.
+    "standardized": {
+        "final_inverse_temperature": 1.0,
+        "activation_bias_gain": 1.0,
+        "cost_normalization": "standardize",
+        "variance_floor": 5e-4,
+        "vote_weight_stddev": 0.5,
+        "primary_activation_bias": 0.0,
+        "batch_norm": False,
+    },
+}
+DEFAULT_RECIPE = "standardized"
 
 
 def matrix_capsnet(
@@ -16,7 +49,9 @@ def matrix_capsnet(
     num_iterations=3,
     inverse_temperatures=None,
     coordinate_addition=True,
+    recipe=DEFAULT_RECIPE,
     name="matrix_capsnet",
+    **overrides,
 ):
     """Returns the paper's network, mapping images to class activations.
 
@@ -38,25 +73,60 @@ def matrix_capsnet(
             about 24x24 (ConvCaps2 needs a 3x3 grid).
         num_iterations: routing iterations of every capsule layer.
         inverse_temperatures: optional `lambda` schedule (one per
-            iteration) of every routing layer; None for the default.
+            iteration) of every routing layer; None for the recipe's:
+            rising linearly to its `final_inverse_temperature`.
         coordinate_addition: bool, coordinate addition in the class
             capsules. Defaults to `True`.
+        recipe: a key of `RECIPES`: `"standardized"` (the default) or
+            `"paper"` (Procedure 1 as written).
         name: model name.
+        **overrides: any entry of the recipe:
+            `final_inverse_temperature` (float);
+            `activation_bias_gain`, `cost_normalization`, `variance_floor`:
+            how every routing layer turns costs into activations (see
+            `layers.ConvMatrixCapsules`);
+            `vote_weight_stddev`: standard deviation of the truncated
+            normal initialisation of every vote transformation `W`;
+            `primary_activation_bias`: the initial bias of the primary
+            capsules' activation logits;
+            `batch_norm`: bool, batch normalisation after `conv1` (before
+            its ReLU; the paper has none).
 
     Returns:
         A `keras.Model` from images to `(batch, num_classes)` class
         activations in `[0, 1]`; the layers are named `conv1`,
         `primary_caps`, `conv_caps1`, `conv_caps2`, `class_capsules`.
     """
+    settings = recipe_settings(recipe, overrides)
+    if inverse_temperatures is None:
+        inverse_temperatures = schedules.linear_inverse_temperatures(
+            num_iterations, settings["final_inverse_temperature"]
+        )
     routing = {
         "num_iterations": num_iterations,
         "inverse_temperatures": inverse_temperatures,
+        "activation_bias_gain": settings["activation_bias_gain"],
+        "cost_normalization": settings["cost_normalization"],
+        "variance_floor": settings["variance_floor"],
+        "kernel_initializer": keras.initializers.TruncatedNormal(
+            stddev=settings["vote_weight_stddev"]
+        ),
     }
+    batch_norm = settings["batch_norm"]
     images = keras.Input(input_shape, name="images")
     features = keras.layers.Conv2D(
-        A, 5, strides=2, activation="relu", name="conv1"
+        A, 5, strides=2, use_bias=not batch_norm, name="conv1"
     )(images)
-    capsules = layers.PrimaryMatrixCapsules(B, name="primary_caps")(features)
+    if batch_norm:
+        features = keras.layers.BatchNormalization(name="conv1_norm")(features)
+    features = keras.layers.ReLU(name="conv1_relu")(features)
+    capsules = layers.PrimaryMatrixCapsules(
+        B,
+        activation_bias_initializer=keras.initializers.Constant(
+            settings["primary_activation_bias"]
+        ),
+        name="primary_caps",
+    )(features)
     capsules = layers.ConvMatrixCapsules(
         C, 3, strides=2, name="conv_caps1", **routing
     )(capsules)
@@ -70,6 +140,26 @@ def matrix_capsnet(
         **routing,
     )(capsules)
     return keras.Model(images, activations, name=name)
+
+
+def recipe_settings(recipe, overrides=None):
+    """The `RECIPES[recipe]` entries with `overrides` (a dict, None values
+    ignored) in their place."""
+    if recipe not in RECIPES:
+        raise ValueError(
+            f"Unknown matrix-capsule recipe {recipe!r}. Expected one of "
+            f"{tuple(RECIPES)}."
+        )
+    settings = dict(RECIPES[recipe])
+    for key, value in (overrides or {}).items():
+        if key not in settings:
+            raise ValueError(
+                f"`matrix_capsnet` got an unexpected argument {key!r}. "
+                f"Expected one of {tuple(settings)} or the named ones."
+            )
+        if value is not None:
+            settings[key] = value
+    return settings
 
 
 def small_matrix_capsnet(num_classes=10, input_shape=(32, 32, 1), **kwargs):

@@ -9,6 +9,8 @@ from keras_capsules.ops.capsule_patches import (
     output_size,
 )
 from keras_capsules.ops.em_routing import (
+    VARIANCE_FLOOR,
+    ActivationCost,
     check_inverse_temperatures,
     em_routing_on_patches,
 )
@@ -53,6 +55,11 @@ def conv_em_routing(
     inverse_temperatures,
     strides=1,
     mask=None,
+    *,
+    activation_bias_gain=1.0,
+    cost_scale=1.0,
+    standardize_costs=False,
+    variance_floor=VARIANCE_FLOOR,
 ):
     """EM routing between convolutional capsule layers.
 
@@ -83,6 +90,9 @@ def conv_em_routing(
         strides: int `s`. Defaults to `1`.
         mask: optional bool `(batch, H, W, B)`, True for children that take
             part.
+        activation_bias_gain, cost_scale, standardize_costs,
+            variance_floor: as for `em_routing` (costs are standardised
+            across the `C` parent types at each position).
 
     Returns:
         `(activations, means, variances)`: `(batch, H', W', C)` activations
@@ -92,6 +102,9 @@ def conv_em_routing(
     activations = ops.convert_to_tensor(activations)
     _check(votes, activations, strides)
     check_inverse_temperatures("conv_em_routing", inverse_temperatures)
+    options = ActivationCost(
+        activation_bias_gain, cost_scale, standardize_costs, variance_floor
+    ).check("conv_em_routing")
     dtype = votes.dtype
     activations = ops.cast(activations, dtype)
     if mask is not None:
@@ -100,10 +113,11 @@ def conv_em_routing(
     rows, columns, kernel_size, _, child_types, types, dim = votes.shape[1:]
     grid_size = activations.shape[1:3]
     patch_shape = (batch, rows, columns, kernel_size, kernel_size, child_types)
+    slots = kernel_size * kernel_size * child_types
 
     def over_receptive_fields(logits):
         # log sum over the parent types, in each patch slot ...
-        per_slot = ops.reshape(ops.logsumexp(logits, axis=-1), patch_shape)
+        per_slot = ops.reshape(ops.logsumexp(logits, axis=2), patch_shape)
         # ... then over every slot that holds the same child, shifted by
         # the child's largest value for stability.
         shift = ops.stop_gradient(
@@ -121,11 +135,15 @@ def conv_em_routing(
             )
             + shift_slots
         )
-        return ops.reshape(log_total, ops.shape(logits)[:3])[..., None]
+        return ops.reshape(log_total, (batch, rows * columns, 1, slots))
 
-    slots = kernel_size * kernel_size * child_types
     logits, means, variances = em_routing_on_patches(
-        ops.reshape(votes, (batch, rows * columns, slots, types, dim)),
+        # Parent types before children: every routing sum over children is
+        # then a batched product over contiguous axes.
+        ops.transpose(
+            ops.reshape(votes, (batch, rows * columns, slots, types, dim)),
+            (0, 1, 3, 2, 4),
+        ),
         ops.reshape(
             extract_patches(activations, kernel_size, strides),
             (batch, rows * columns, slots),
@@ -134,6 +152,7 @@ def conv_em_routing(
         ops.cast(beta_a, dtype),
         ops.cast(inverse_temperatures, dtype),
         over_receptive_fields,
+        options,
     )
     grid = (batch, rows, columns, types)
     return (

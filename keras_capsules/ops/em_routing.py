@@ -1,16 +1,61 @@
 """EM routing of matrix capsules (Hinton, Sabour, Frosst 2018, Procedure 1)."""
 
+import dataclasses
 import math
 
 from keras import ops
 
-# Added to every variance sigma^2: identical votes (zero variance) keep a
-# finite log-density and cost. Far below the variance of routed votes, so
-# results agree with the exact formulas to float32 precision.
+# Added to every variance sigma^2 by default: identical votes (zero
+# variance) keep a finite log-density and cost. Far below the variance of
+# routed votes, so results agree with the exact formulas to float32
+# precision. The official code uses 5e-4 (`variance_floor`).
 VARIANCE_FLOOR = 1e-9
 # Added to sum_i R_ij before dividing by it: a parent that no active child
 # votes for (all a_i = 0) gets mean 0 and variance 0, not NaN.
 _TOTAL_EPSILON = 1e-9
+# Added to the variance of the costs across parents before its square
+# root, when costs are standardised: parents of equal cost stay finite.
+_COST_VARIANCE_EPSILON = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivationCost:
+    """How the M-step turns a parent's cost into its activation logit.
+
+    The defaults are Procedure 1 as written:
+    `logit_j = lambda (beta_a - sum_h cost^h)` with
+    `cost^h = (beta_u + log sigma^h) sum_i R_ij` and `sigma^2` carrying
+    `VARIANCE_FLOOR`. The other values are what public implementations
+    changed so that the logit has a useful scale:
+
+    - `activation_bias_gain` `g`: `logit_j = lambda (g beta_a - cost_j)`;
+      the official code's `5000` lets an optimiser move the bias at a
+      useful rate when `lambda` is small.
+    - `cost_scale` `F`: `cost_j` multiplied by `F` (e.g. one over the
+      number of children per parent, so that layers of different widths
+      give costs of one scale).
+    - `standardize_costs`: `cost_j` replaced by its z-score across the
+      parent types at one position, `(cost_j - mean_k cost_k) / std_k
+      cost_k`, so the logits have unit spread whatever the layer.
+    - `variance_floor`: added to every `sigma^2`.
+    """
+
+    activation_bias_gain: float = 1.0
+    cost_scale: float = 1.0
+    standardize_costs: bool = False
+    variance_floor: float = VARIANCE_FLOOR
+
+    def check(self, op_name):
+        for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and value > 0
+            ):
+                raise ValueError(
+                    f"`{op_name}` expects `{name}` to be a number > 0. "
+                    f"Received: {value!r}."
+                )
+        return self
 
 
 def check_inverse_temperatures(op_name, inverse_temperatures):
@@ -29,48 +74,61 @@ def check_inverse_temperatures(op_name, inverse_temperatures):
     return count
 
 
-def m_step(votes, weights, beta_u, beta_a, inverse_temperature):
+def _standardize(cost):
+    """z-scores of `(batch, P, J)` costs across the J parent types."""
+    mean = ops.mean(cost, axis=-1, keepdims=True)
+    variance = ops.mean(ops.square(cost - mean), axis=-1, keepdims=True)
+    return (cost - mean) / ops.sqrt(variance + _COST_VARIANCE_EPSILON)
+
+
+def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
     """The M-step for every parent at once (Procedure 1, M-step lines 3-6).
 
     Args:
-        votes: `(batch, P, I, J, h)`: P parent positions, I children per
-            position, J parent types.
-        weights: `(batch, P, I, J)`, `R_ij a_i`.
+        votes: `(batch, P, J, I, h)`: P parent positions, J parent types,
+            I children per position.
+        weights: `(batch, P, J, I)`, `R_ij a_i`.
         beta_u, beta_a: `(J,)`.
         inverse_temperature: scalar `lambda`.
+        cost_options: an `ActivationCost`.
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h))`, where
         `a_j = logistic(logits)`.
     """
-    total = ops.sum(weights, axis=2)  # (b, P, J): sum_i R_ij
-    shares = weights / (total[:, :, None] + _TOTAL_EPSILON)
-    means = ops.einsum("bpij,bpijh->bpjh", shares, votes)
+    total = ops.sum(weights, axis=-1)  # (b, P, J): sum_i R_ij
+    shares = weights / (total[..., None] + _TOTAL_EPSILON)
+    means = ops.einsum("bpji,bpjih->bpjh", shares, votes)
     # Two passes, sum_i R_ij (V - mu)^2, not E[V^2] - mu^2: assignments
     # that settle on one tight cluster make the variance tiny, and the
     # moment form would cancel away every digit of it in float32.
     variances = ops.einsum(
-        "bpij,bpijh->bpjh", shares, ops.square(votes - means[:, :, None])
+        "bpji,bpjih->bpjh", shares, ops.square(votes - means[..., None, :])
     )
-    variances = variances + VARIANCE_FLOOR
-    # cost^h = (beta_u + log sigma^h) sum_i R_ij
-    cost = (beta_u[:, None] + 0.5 * ops.log(variances)) * total[..., None]
-    logits = inverse_temperature * (beta_a - ops.sum(cost, axis=-1))
+    variances = variances + cost_options.variance_floor
+    # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
+    cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1) * total
+    cost = cost * cost_options.cost_scale
+    if cost_options.standardize_costs:
+        cost = _standardize(cost)
+    logits = inverse_temperature * (
+        cost_options.activation_bias_gain * beta_a - cost
+    )
     return logits, means, variances
 
 
 def log_densities(votes, means, variances):
     """`log p_j` of every vote: `sum_h log N(V_ij^h; mu_j^h, sigma_j^h^2)`
-    (E-step line 2), `(batch, P, I, J)`."""
+    (E-step line 2), `(batch, P, J, I)`."""
     squared_distances = ops.einsum(
-        "bpijh,bpjh->bpij",
-        ops.square(votes - means[:, :, None]),
+        "bpjih,bpjh->bpji",
+        ops.square(votes - means[..., None, :]),
         1.0 / variances,
     )
     constant = ops.sum(ops.log(variances), axis=-1) + votes.shape[
         -1
     ] * math.log(2.0 * math.pi)
-    return -0.5 * (squared_distances + constant[:, :, None])
+    return -0.5 * (squared_distances + constant[..., None])
 
 
 def em_routing_on_patches(
@@ -80,25 +138,29 @@ def em_routing_on_patches(
     beta_a,
     inverse_temperatures,
     log_normalizer,
+    cost_options=ActivationCost(),
     trace=None,
 ):
     """Procedure 1 on votes grouped by parent position.
 
     The dense and the convolutional routing differ only in which parents
     share a child, so both call this with their own `log_normalizer`.
+    Parent types come before children in `votes`, so every sum over the
+    children of a parent is a product over contiguous axes.
 
     Args:
-        votes: `(batch, P, I, J, h)`.
+        votes: `(batch, P, J, I, h)`.
         activations: `(batch, P, I)`, `a_i` of each child in each patch
             (0 for masked children).
         beta_u, beta_a: `(J,)`.
         inverse_temperatures: `(iterations,)` tensor, one `lambda` per
             iteration.
-        log_normalizer: maps `(batch, P, I, J)` logits `l_ij` to
-            `(batch, P, I, 1)`: the log of `sum_k exp(l_ik)` over all
+        log_normalizer: maps `(batch, P, J, I)` logits `l_ij` to
+            `(batch, P, 1, I)`: the log of `sum_k exp(l_ik)` over all
             parents `k` of the child in that slot.
+        cost_options: an `ActivationCost`.
         trace: optional list; each iteration appends its assignments
-            `R_ij` `(batch, P, I, J)` and the means `(batch, P, J, h)` of
+            `R_ij` `(batch, P, J, I)` and the means `(batch, P, J, h)` of
             its M-step.
 
     Returns:
@@ -107,10 +169,10 @@ def em_routing_on_patches(
     # Votes relative to each parent's activation-weighted mean: routing is
     # unchanged by a per-parent shift, and float32 then keeps the digits of
     # the spread when the votes sit far from 0.
-    offset = ops.einsum("bpi,bpijh->bpjh", activations, votes) / (
-        ops.sum(activations, axis=2)[:, :, None, None] + _TOTAL_EPSILON
+    offset = ops.einsum("bpi,bpjih->bpjh", activations, votes) / (
+        ops.sum(activations, axis=-1)[:, :, None, None] + _TOTAL_EPSILON
     )
-    votes = votes - offset[:, :, None]
+    votes = votes - offset[..., None, :]
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2.
     zeros = ops.zeros_like(votes[..., 0])
     routing = ops.exp(zeros - log_normalizer(zeros))
@@ -118,16 +180,17 @@ def em_routing_on_patches(
     for iteration in range(num_iterations):
         logits, means, variances = m_step(
             votes,
-            routing * activations[..., None],
+            routing * activations[:, :, None],
             beta_u,
             beta_a,
             inverse_temperatures[iteration],
+            cost_options,
         )
         if trace is not None:
             trace.append((routing, means + offset))
         if iteration + 1 < num_iterations:
             # E-step: R_ij = a_j p_j / sum_k a_k p_k, in the log domain.
-            scores = ops.log_sigmoid(logits)[:, :, None] + log_densities(
+            scores = ops.log_sigmoid(logits)[..., None] + log_densities(
                 votes, means, variances
             )
             routing = ops.exp(scores - log_normalizer(scores))
@@ -148,44 +211,70 @@ def _check(votes, activations):
 
 
 def _dense_routing(
-    votes, activations, beta_u, beta_a, inverse_temperatures, mask, trace
+    votes,
+    activations,
+    beta_u,
+    beta_a,
+    inverse_temperatures,
+    mask,
+    options,
+    trace=None,
 ):
     """`em_routing` with an optional trace (see `em_routing_on_patches`)."""
     votes = ops.convert_to_tensor(votes)
     activations = ops.convert_to_tensor(activations)
     _check(votes, activations)
     check_inverse_temperatures("em_routing", inverse_temperatures)
+    options.check("em_routing")
     dtype = votes.dtype
     activations = ops.cast(activations, dtype)
     if mask is not None:
         activations = activations * ops.cast(mask, dtype)
 
     def over_outputs(logits):
-        return ops.logsumexp(logits, axis=-1, keepdims=True)
+        return ops.logsumexp(logits, axis=2, keepdims=True)
 
     logits, means, variances = em_routing_on_patches(
-        votes[:, None],
+        ops.transpose(votes, (0, 2, 1, 3))[:, None],
         activations[:, None],
         ops.cast(beta_u, dtype),
         ops.cast(beta_a, dtype),
         ops.cast(inverse_temperatures, dtype),
         over_outputs,
+        options,
         trace,
     )
     return ops.sigmoid(logits[:, 0]), means[:, 0], variances[:, 0]
 
 
 def em_routing_trace(
-    votes, activations, beta_u, beta_a, inverse_temperatures, mask=None
+    votes,
+    activations,
+    beta_u,
+    beta_a,
+    inverse_temperatures,
+    mask=None,
+    **cost_options,
 ):
     """Runs `em_routing` and returns, for each iteration, its assignments
     `R_ij` `(batch, n_in, n_out)` and means `(batch, n_out, h)`: what the
-    paper's Fig. 2 plots (vote distances to the means, weighted by `R`)."""
+    paper's Fig. 2 plots (vote distances to the means, weighted by `R`).
+    `cost_options` are `em_routing`'s keyword arguments."""
     trace = []
     _dense_routing(
-        votes, activations, beta_u, beta_a, inverse_temperatures, mask, trace
+        votes,
+        activations,
+        beta_u,
+        beta_a,
+        inverse_temperatures,
+        mask,
+        ActivationCost(**cost_options),
+        trace,
     )
-    return [(routing[:, 0], means[:, 0]) for routing, means in trace]
+    return [
+        (ops.transpose(routing[:, 0], (0, 2, 1)), means[:, 0])
+        for routing, means in trace
+    ]
 
 
 def em_routing(
@@ -195,6 +284,11 @@ def em_routing(
     beta_a,
     inverse_temperatures,
     mask=None,
+    *,
+    activation_bias_gain=1.0,
+    cost_scale=1.0,
+    standardize_costs=False,
+    variance_floor=VARIANCE_FLOOR,
 ):
     """Routes votes with EM (Hinton, Sabour, Frosst 2018, Procedure 1).
 
@@ -220,6 +314,13 @@ def em_routing(
     domain. Variances carry `VARIANCE_FLOOR`. A masked input (`mask`
     False) acts as activation 0: it changes no output.
 
+    The keyword arguments change how the cost becomes an activation (see
+    `ActivationCost`); their defaults give Procedure 1 as written:
+    `logit_j = lambda (activation_bias_gain beta_a - F cost_j)` with
+    `F = cost_scale`, or with `cost_j` standardised across the output
+    capsules when `standardize_costs`, and `variance_floor` added to every
+    `sigma^2`.
+
     Args:
         votes: float `(batch, n_in, n_out, h)`.
         activations: float `(batch, n_in)` input activations in `[0, 1]`.
@@ -228,11 +329,18 @@ def em_routing(
         inverse_temperatures: floats, one `lambda` per iteration; their
             number is the number of iterations.
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
+        activation_bias_gain: float `g > 0`. Defaults to `1.0`.
+        cost_scale: float `F > 0`. Defaults to `1.0`.
+        standardize_costs: bool. Defaults to `False`.
+        variance_floor: float `> 0`. Defaults to `VARIANCE_FLOOR`.
 
     Returns:
         `(activations, means, variances)`: `(batch, n_out)` activations in
         `[0, 1]` and `(batch, n_out, h)` means and variances.
     """
+    options = ActivationCost(
+        activation_bias_gain, cost_scale, standardize_costs, variance_floor
+    )
     return _dense_routing(
-        votes, activations, beta_u, beta_a, inverse_temperatures, mask, None
+        votes, activations, beta_u, beta_a, inverse_temperatures, mask, options
     )

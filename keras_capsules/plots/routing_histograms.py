@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
+from keras_capsules.layers import em_activation  # noqa: E402
 from keras_capsules.ops.em_routing import em_routing_trace  # noqa: E402
 
 
@@ -28,6 +29,7 @@ def vote_distances(model, images, layer_name="class_capsules"):
         ops.cast(layer.beta_u, "float32"),
         ops.cast(layer.beta_a, "float32"),
         layer.inverse_temperature_weight,
+        **em_activation.op_arguments(layer, votes.shape[1]),
     )
     votes = ops.convert_to_numpy(votes)
     results = []

@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import tensorflow as tf
+from absl.testing import parameterized
 
 from keras_capsules import layers
 from tests.ops.em_reference import em_reference
@@ -32,14 +33,42 @@ class PrimaryMatrixCapsulesTest(tf.test.TestCase):
             layers.PrimaryMatrixCapsules(3)(np.zeros((2, 5), "float32"))
 
 
-class ConvMatrixCapsulesTest(tf.test.TestCase):
-    def test_matches_votes_and_routing_written_from_the_paper(self):
+# Layer arguments and the reference's matching keywords; 18 children per
+# parent (3x3 kernel, 2 child types).
+ACTIVATION_OPTIONS = (
+    ("paper", {}, {}),
+    (
+        "per_child_gain_floor",
+        {
+            "cost_normalization": "per_child",
+            "activation_bias_gain": 3.0,
+            "variance_floor": 0.01,
+        },
+        {"cost_scale": 1 / 18, "bias_gain": 3.0, "variance_floor": 0.01},
+    ),
+    ("standardized", {"cost_normalization": "standardize"}, {}),
+)
+
+
+class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(*ACTIVATION_OPTIONS)
+    def test_matches_votes_and_routing_written_from_the_paper(
+        self, layer_options, reference_options
+    ):
         rng = np.random.default_rng(1)
         height, width, types_in, types_out, strides = 5, 5, 2, 3, 2
         lambdas = [0.5, 1.0, 1.5]
         layer = layers.ConvMatrixCapsules(
-            types_out, 3, strides=strides, inverse_temperatures=lambdas
+            types_out,
+            3,
+            strides=strides,
+            inverse_temperatures=lambdas,
+            **layer_options,
         )
+        if layer_options.get("cost_normalization") == "standardize":
+            reference_options = {
+                "standardize_groups": np.repeat(np.arange(4), types_out)
+            }
         activations, poses = random_capsules(rng, (height, width), types_in)
         layer.build([activations.shape, poses.shape])
         layer.beta_u.assign(rng.normal(scale=0.3, size=types_out))
@@ -68,6 +97,7 @@ class ConvMatrixCapsulesTest(tf.test.TestCase):
                 np.tile(np.asarray(layer.beta_u), rows * rows),
                 np.tile(np.asarray(layer.beta_a), rows * rows),
                 lambdas,
+                **reference_options,
             )
             self.assertAllClose(
                 got_activations[b], a.reshape(rows, rows, types_out), atol=1e-4
@@ -119,6 +149,25 @@ class ConvMatrixCapsulesTest(tf.test.TestCase):
             )
         with self.assertRaisesRegex(ValueError, r"\[activations, poses\]"):
             layers.ConvMatrixCapsules(2, 3)(np.ones((1, 4, 4, 2, 4, 4)))
+        with self.assertRaisesRegex(ValueError, "cost_normalization.*'z'"):
+            layers.ConvMatrixCapsules(2, cost_normalization="z")
+        for name in ("activation_bias_gain", "variance_floor"):
+            with self.assertRaisesRegex(ValueError, f"`{name}`.*-1"):
+                layers.MatrixCapsuleEMRouting(2, **{name: -1})
+
+    def test_activation_arguments_round_trip_through_the_config(self):
+        layer = layers.ConvMatrixCapsules(
+            2,
+            activation_bias_gain=50.0,
+            cost_normalization="standardize",
+            variance_floor=5e-4,
+        )
+        config = layers.ConvMatrixCapsules.from_config(
+            layer.get_config()
+        ).get_config()
+        self.assertEqual(config["activation_bias_gain"], 50.0)
+        self.assertEqual(config["cost_normalization"], "standardize")
+        self.assertEqual(config["variance_floor"], 5e-4)
 
 
 class MatrixCapsuleEMRoutingTest(tf.test.TestCase):

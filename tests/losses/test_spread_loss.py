@@ -50,6 +50,27 @@ class SpreadLossMarginTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "margin"):
             callbacks.SpreadLossMargin(keras.losses.MeanSquaredError(), 4)
 
+    def test_sigmoid_margin_follows_the_official_formula_by_step(self):
+        loss = losses.SpreadLoss()
+        schedule = callbacks.SigmoidSpreadLossMargin(loss)
+
+        def official(step):  # 0.2 + 0.79 sigmoid(min(10, step / 50000 - 4))
+            return 0.2 + 0.79 / (1 + np.exp(-min(10.0, step / 50_000 - 4)))
+
+        for step in (0, 1_875, 50_000, 200_000, 10**6):
+            self.assertAlmostEqual(schedule.margin_at(step), official(step))
+        self.assertAlmostEqual(schedule.margin_at(0), 0.2142, places=4)
+        self.assertAlmostEqual(
+            schedule.margin_at(10**7), 0.2 + 0.79 / (1 + np.exp(-10.0))
+        )
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+        model.compile("sgd", loss)
+        x, y = np.zeros((3, 2), "float32"), np.zeros(3, "int64")
+        model.fit(x, y, batch_size=1, callbacks=[schedule], verbose=0)
+        self.assertAllClose(loss.margin, official(2))
+        with self.assertRaisesRegex(ValueError, "steps_per_unit"):
+            callbacks.SigmoidSpreadLossMargin(loss, steps_per_unit=0)
+
     def test_compiled_model_with_spread_loss_saves_and_loads(self):
         model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
         model.compile("sgd", losses.SpreadLoss(0.3))

@@ -11,8 +11,24 @@ def log_logistic(x):
     return -np.logaddexp(0.0, -x)
 
 
-def em_reference(votes, activations, incidence, beta_u, beta_a, lambdas):
-    """EM routing of one example, float64, no variance floor.
+# The z-score of costs divides by sqrt(variance + this), as the op does.
+COST_VARIANCE_EPSILON = 1e-6
+
+
+def em_reference(
+    votes,
+    activations,
+    incidence,
+    beta_u,
+    beta_a,
+    lambdas,
+    bias_gain=1.0,
+    cost_scale=1.0,
+    standardize_groups=None,
+    variance_floor=0.0,
+):
+    """EM routing of one example, float64; by default without variance
+    floor and with the activation of Procedure 1 as written.
 
     Args:
         votes: `(n_child, n_parent, h)`; entries outside `incidence` unused.
@@ -21,6 +37,12 @@ def em_reference(votes, activations, incidence, beta_u, beta_a, lambdas):
             receptive field holds the child (all True when dense).
         beta_u, beta_a: `(n_parent,)`.
         lambdas: the inverse temperature of each iteration.
+        bias_gain: `g` in `a_j = logistic(lambda (g beta_a - F cost_j))`.
+        cost_scale: `F` there.
+        standardize_groups: optional int `(n_parent,)`: when given, each
+            `F cost_j` is replaced by its z-score among the parents of its
+            group (the parent types at one position).
+        variance_floor: added to every `sigma^2`.
 
     Returns:
         `(a (n_parent,), mu (n_parent, h), sigma2 (n_parent, h))`.
@@ -29,7 +51,7 @@ def em_reference(votes, activations, incidence, beta_u, beta_a, lambdas):
     n_child, n_parent, h = votes.shape
     # Line 2: each child's assignment is uniform over its parents.
     r = incidence / incidence.sum(axis=1, keepdims=True)
-    logit = np.zeros(n_parent)
+    costs = np.zeros(n_parent)
     mu = np.zeros((n_parent, h))
     sigma2 = np.zeros((n_parent, h))
     for t, lam in enumerate(lambdas):
@@ -39,9 +61,19 @@ def em_reference(votes, activations, incidence, beta_u, beta_a, lambdas):
             total = rj.sum()
             v = votes[children, j]
             mu[j] = (rj[:, None] * v).sum(axis=0) / total
-            sigma2[j] = (rj[:, None] * (v - mu[j]) ** 2).sum(axis=0) / total
+            sigma2[j] = (rj[:, None] * (v - mu[j]) ** 2).sum(
+                axis=0
+            ) / total + variance_floor
             cost = (beta_u[j] + np.log(np.sqrt(sigma2[j]))) * total
-            logit[j] = lam * (beta_a[j] - cost.sum())  # a_j = logistic(.)
+            costs[j] = cost_scale * cost.sum()
+        if standardize_groups is not None:
+            for group in np.unique(standardize_groups):
+                members = standardize_groups == group
+                spread = np.sqrt(costs[members].var() + COST_VARIANCE_EPSILON)
+                costs[members] = (costs[members] - costs[members].mean()) / (
+                    spread
+                )
+        logit = lam * (bias_gain * beta_a - costs)  # a_j = logistic(logit)
         if t == len(lambdas) - 1:
             break
         for i in range(n_child):  # E-step for one child

@@ -93,6 +93,61 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                     got[b], want.reshape(shape), rtol=tolerance, atol=tolerance
                 )
 
+    @parameterized.named_parameters(
+        ("float64", "float64", 1e-5), ("float32", "float32", 1e-3)
+    )
+    def test_activation_cost_options_match(self, dtype, tolerance):
+        # Bias gain, cost scale, costs standardised across the parent types
+        # of each position, and a variance floor, all at once.
+        rng = np.random.default_rng(7)
+        height, width, strides, types_in, types_out = 5, 5, 2, 2, 3
+        votes = 0.1 * rng.normal(size=(2, 2, 2, 3, 3, types_in, types_out, 4))
+        activations = rng.uniform(0.05, 1.0, (2, height, width, types_in))
+        beta_u = rng.normal(scale=0.5, size=types_out)
+        beta_a = rng.normal(scale=0.5, size=types_out)
+        options = {
+            "activation_bias_gain": 4.0,
+            "cost_scale": 1.0 / 18,
+            "standardize_costs": True,
+            "variance_floor": 5e-4,
+        }
+        result = capsule_ops.conv_em_routing(
+            votes.astype(dtype),
+            activations.astype(dtype),
+            beta_u,
+            beta_a,
+            LAMBDAS,
+            strides=strides,
+            **options,
+        )
+        positions = np.repeat(np.arange(4), types_out)  # parent groups
+        for b in range(2):
+            incidence, dense = dense_problem(votes[b], height, width, strides)
+            expected = em_reference(
+                dense,
+                activations[b].reshape(-1),
+                incidence,
+                np.tile(beta_u, 4),
+                np.tile(beta_a, 4),
+                LAMBDAS,
+                bias_gain=4.0,
+                cost_scale=1.0 / 18,
+                standardize_groups=positions,
+                variance_floor=5e-4,
+            )
+            self.assertAllClose(
+                result[0][b],
+                expected[0].reshape(2, 2, types_out),
+                rtol=tolerance,
+                atol=tolerance,
+            )
+            self.assertAllClose(
+                result[1][b],
+                expected[1].reshape(2, 2, types_out, 4),
+                rtol=tolerance,
+                atol=tolerance,
+            )
+
     def test_float32_keeps_collapsing_variances(self):
         # Small inverse temperatures let some parents settle on a single
         # child, so their variances shrink towards 0; float32 must still

@@ -19,7 +19,13 @@ def make_case(rng, batch=2, n_in=6, n_out=3, h=4):
     )
 
 
-def reference(votes, activations, beta_u, beta_a, lambdas, mask=None):
+def reference(
+    votes, activations, beta_u, beta_a, lambdas, mask=None, **options
+):
+    if options.pop("standardize_costs", False):
+        options["standardize_groups"] = np.zeros(votes.shape[2], int)
+    if "activation_bias_gain" in options:
+        options["bias_gain"] = options.pop("activation_bias_gain")
     outputs = []
     for b in range(votes.shape[0]):
         keep = np.ones(votes.shape[1], bool) if mask is None else mask[b]
@@ -32,9 +38,30 @@ def reference(votes, activations, beta_u, beta_a, lambdas, mask=None):
                 beta_u,
                 beta_a,
                 lambdas,
+                **options,
             )
         )
     return [np.stack(parts) for parts in zip(*outputs)]
+
+
+# The activation as public implementations changed it (ActivationCost),
+# each alone and together, at a lambda that gives logits of order 1.
+COST_OPTIONS = (
+    ("bias_gain", (0.002, 0.004, 0.006), {"activation_bias_gain": 500.0}),
+    ("cost_scale", LAMBDAS, {"cost_scale": 1.0 / 6}),
+    ("standardized", LAMBDAS, {"standardize_costs": True}),
+    ("variance_floor", LAMBDAS, {"variance_floor": 5e-4}),
+    (
+        "all",
+        LAMBDAS,
+        {
+            "activation_bias_gain": 3.0,
+            "cost_scale": 0.5,
+            "standardize_costs": True,
+            "variance_floor": 0.01,
+        },
+    ),
+)
 
 
 class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
@@ -126,7 +153,46 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(result[1], expected[1], rtol=1e-6, atol=1e-3)
         self.assertAllClose(result[2], expected[2], rtol=1e-3, atol=1e-8)
 
-    def _gradients(self, votes, activations, lambdas, mask=None):
+    @parameterized.named_parameters(
+        (f"{name}_{dtype}", lambdas, options, dtype, tolerance)
+        for name, lambdas, options in COST_OPTIONS
+        for dtype, tolerance in (("float64", 1e-5), ("float32", 1e-3))
+    )
+    def test_activation_cost_options_match(
+        self, lambdas, options, dtype, tolerance
+    ):
+        rng = np.random.default_rng(6)
+        votes, activations, beta_u, beta_a = make_case(rng, n_out=4)
+        votes *= 0.1  # small variances: log sigma^h far below 0
+        mask = np.ones((2, 6), bool)
+        mask[1, :2] = False
+        expected = reference(
+            votes, activations, beta_u, beta_a, lambdas, mask, **options
+        )
+        result = capsule_ops.em_routing(
+            votes.astype(dtype),
+            activations.astype(dtype),
+            beta_u,
+            beta_a,
+            lambdas,
+            mask=mask,
+            **options,
+        )
+        for got, want in zip(result, expected):
+            self.assertAllClose(got, want, rtol=tolerance, atol=tolerance)
+        # The options change the answer: the test above can fail.
+        plain = reference(votes, activations, beta_u, beta_a, lambdas, mask)
+        self.assertGreater(np.abs(plain[0] - expected[0]).max(), 1e-3)
+
+    def test_standardized_costs_of_identical_parents_stay_finite(self):
+        votes = np.ones((2, 5, 3, 16))  # equal costs: zero spread
+        outputs, gradients = self._gradients(
+            votes, np.full((2, 5), 0.5), (1.0, 2.0), standardize_costs=True
+        )
+        for tensor in list(outputs) + gradients:
+            self.assertTrue(np.all(np.isfinite(tensor)))
+
+    def _gradients(self, votes, activations, lambdas, mask=None, **options):
         votes = tf.constant(votes, tf.float32)
         activations = tf.constant(activations, tf.float32)
         beta_u = tf.constant([0.1, -0.2, 0.3])
@@ -134,7 +200,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         with tf.GradientTape() as tape:
             tape.watch([votes, activations, beta_u, beta_a])
             outputs = capsule_ops.em_routing(
-                votes, activations, beta_u, beta_a, lambdas, mask=mask
+                votes, activations, beta_u, beta_a, lambdas, mask, **options
             )
             loss = sum(tf.reduce_sum(output) for output in outputs)
         gradients = tape.gradient(loss, [votes, activations, beta_u, beta_a])
@@ -173,6 +239,11 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             capsule_ops.em_routing(votes, np.ones(3), 0.0, 0.0, [1.0])
         with self.assertRaisesRegex(ValueError, "one value per routing"):
             capsule_ops.em_routing(votes, np.ones((2, 3)), 0.0, 0.0, [])
+        for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
+            with self.assertRaisesRegex(ValueError, f"`{name}`.*Received: 0"):
+                capsule_ops.em_routing(
+                    votes, np.ones((2, 3)), 0.0, 0.0, [1.0], **{name: 0}
+                )
 
 
 if __name__ == "__main__":

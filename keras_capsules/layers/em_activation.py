@@ -1,0 +1,65 @@
+"""The activation arguments shared by the EM routing layers: how a
+parent's cost becomes its activation (`ops.em_routing`'s keywords)."""
+
+from keras_capsules.layers import validation
+
+COST_NORMALIZATIONS = ("none", "per_child", "standardize")
+
+
+def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
+    """Checks the arguments and stores them as same-named attributes.
+
+    Args:
+        layer: the EM layer being constructed.
+        activation_bias_gain: float `g > 0`, `beta_a`'s gain in the logit.
+        cost_normalization: `"none"` (Procedure 1), `"per_child"` (the
+            cost divided by the number of children per parent) or
+            `"standardize"` (z-scores across the parent types).
+        floor: float `> 0`, the variance floor.
+    """
+    validation.check_option(
+        layer, "cost_normalization", cost_normalization, COST_NORMALIZATIONS
+    )
+    for name, value in (
+        ("activation_bias_gain", activation_bias_gain),
+        ("variance_floor", floor),
+    ):
+        if isinstance(value, bool) or not (
+            isinstance(value, (int, float)) and value > 0
+        ):
+            raise ValueError(
+                f"`{type(layer).__name__}` expects `{name}` to be a number "
+                f"> 0. Received: {value!r}."
+            )
+    layer.activation_bias_gain = float(activation_bias_gain)
+    layer.cost_normalization = cost_normalization
+    layer.variance_floor = float(floor)
+
+
+def op_arguments(layer, children_per_parent):
+    """The keyword arguments of `ops.em_routing` / `ops.conv_em_routing`."""
+    scale = 1.0
+    if layer.cost_normalization == "per_child":
+        if children_per_parent is None:
+            raise ValueError(
+                f"`{layer.name}` with cost_normalization='per_child' needs "
+                "a known number of input capsules. Received inputs whose "
+                "capsule count is unknown until run time. Give the model a "
+                "fixed input shape, or use cost_normalization='standardize'."
+            )
+        scale = 1.0 / children_per_parent
+    return {
+        "activation_bias_gain": layer.activation_bias_gain,
+        "cost_scale": scale,
+        "standardize_costs": layer.cost_normalization == "standardize",
+        "variance_floor": layer.variance_floor,
+    }
+
+
+def config(layer):
+    """The `get_config` entries of the arguments."""
+    return {
+        "activation_bias_gain": layer.activation_bias_gain,
+        "cost_normalization": layer.cost_normalization,
+        "variance_floor": layer.variance_floor,
+    }

@@ -1,0 +1,91 @@
+"""Start-of-training health of the matrix-capsule network: capsules that
+can learn (some clearly off, some on, none saturated) and class routing
+not yet committed, on random and on procedural images."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import models
+from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
+from keras_capsules.models.matrix_capsnet_health import capsule_health
+
+
+def images(kind):
+    if kind == "random":
+        rng = np.random.default_rng(0)
+        return rng.uniform(size=(16, 28, 28, 1)).astype("float32")
+    shapes, _ = load_experiment_arrays("procedural_shapes", "test", 16, 0)
+    return shapes
+
+
+def health(recipe, kind, iterations=3):
+    keras.utils.set_random_seed(0)
+    model = models.small_matrix_capsnet(
+        input_shape=(28, 28, 1), recipe=recipe, num_iterations=iterations
+    )
+    return capsule_health(model, images(kind))
+
+
+def problems(state):
+    """What keeps a model from learning, in words; empty when healthy."""
+    found = []
+    for name in ("conv_caps1", "conv_caps2"):
+        layer = state[name]
+        if layer["fraction_below_0.2"] < 0.02:
+            found.append(f"{name}: no capsule clearly off")
+        if layer["fraction_above_0.8"] < 0.02:
+            found.append(f"{name}: no capsule clearly on")
+        if layer["std"] < 0.1:
+            found.append(f"{name}: activations all alike")
+    for name in ("conv_caps1", "conv_caps2", "class_capsules"):
+        if state[name]["max"] > 0.99:
+            found.append(f"{name}: saturated activations")
+    # Ten classes: 0.1 uncommitted, 1 when every child picked one class.
+    if state["class_routing"]["mean_largest_assignment"] > 0.3:
+        found.append("class routing committed before any learning")
+    return found
+
+
+class InitialHealthTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(kind=["random", "procedural"], iterations=[2, 3])
+    def test_default_recipe_starts_healthy(self, kind, iterations):
+        self.assertEqual(problems(health("standardized", kind, iterations)), [])
+
+    @parameterized.parameters("random", "procedural")
+    def test_paper_recipe_fails_the_check(self, kind):
+        # Procedure 1 as written with lambda -> 0.001: every convolutional
+        # activation near 0.52, and three iterations commit each child.
+        found = problems(health("paper", kind))
+        self.assertIn("conv_caps1: activations all alike", found)
+        self.assertIn("class routing committed before any learning", found)
+
+
+class RecipeTest(tf.test.TestCase):
+    def test_recipes_set_every_routing_layer(self):
+        model = models.small_matrix_capsnet(input_shape=(28, 28, 1))
+        for name in ("conv_caps1", "conv_caps2", "class_capsules"):
+            layer = model.get_layer(name)
+            self.assertEqual(layer.cost_normalization, "standardize")
+            self.assertEqual(layer.variance_floor, 5e-4)
+            self.assertAllClose(layer.inverse_temperatures, [1 / 3, 2 / 3, 1])
+        paper = models.small_matrix_capsnet(
+            input_shape=(28, 28, 1), recipe="paper", batch_norm=True
+        )
+        layer = paper.get_layer("conv_caps1")
+        self.assertEqual(layer.cost_normalization, "none")
+        self.assertAllClose(
+            layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
+        )
+        self.assertIsNotNone(paper.get_layer("conv1_norm"))
+
+    def test_unknown_recipe_or_argument_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "recipe 'fast'"):
+            models.small_matrix_capsnet(recipe="fast")
+        with self.assertRaisesRegex(ValueError, "'lambda'"):
+            models.small_matrix_capsnet(**{"lambda": 1.0})
+
+
+if __name__ == "__main__":
+    tf.test.main()
