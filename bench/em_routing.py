@@ -6,8 +6,9 @@ XLA, batch 32:
   (6x6 -> 4x4), `class_capsules` (32 types on 4x4 -> 10, coordinate
   addition), and the whole model;
 - the same for the small model (A=64, B=8, C=D=16);
-- one XLA training step (spread loss, Adam) of each whole model, whose
-  peak memory is what training needs;
+- one XLA training step (spread loss, Adam) of each whole model in its
+  default recipe, whose peak memory is what training needs
+  (`--image_size=28` for MNIST's);
 - DESIGN.md's shapes: `design_conv` (K=3, 8 -> 16 types, 6x6 -> 4x4) and
   `design_class` (16 types on 3x3 -> 10, coordinate addition).
 
@@ -30,6 +31,9 @@ from keras_capsules import layers, losses, models
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
+_IMAGE_SIZE = flags.DEFINE_integer(
+    "image_size", 32, "Image side of the whole-model cases (MNIST: 28)."
+)
 _CASE = flags.DEFINE_string(
     "case", None, "Run one measurement (`name:mode`) in this process."
 )
@@ -39,7 +43,11 @@ _LAYERS = {
     "full_conv_caps1": (lambda: layers.ConvMatrixCapsules(32, 3, 2), 14, 32),
     "full_conv_caps2": (lambda: layers.ConvMatrixCapsules(32, 3, 1), 6, 32),
     "full_class_capsules": (lambda: layers.MatrixCapsuleEMRouting(10), 4, 32),
-    "full_model": (lambda: models.matrix_capsnet(), None, None),
+    "full_model": (
+        lambda: models.matrix_capsnet(input_shape=_image_shape()),
+        None,
+        None,
+    ),
     "small_conv_caps1": (lambda: layers.ConvMatrixCapsules(16, 3, 2), 14, 8),
     "small_conv_caps2": (lambda: layers.ConvMatrixCapsules(16, 3, 1), 6, 16),
     "small_class_capsules": (
@@ -47,7 +55,11 @@ _LAYERS = {
         4,
         16,
     ),
-    "small_model": (lambda: models.small_matrix_capsnet(), None, None),
+    "small_model": (
+        lambda: models.small_matrix_capsnet(input_shape=_image_shape()),
+        None,
+        None,
+    ),
     "design_conv": (lambda: layers.ConvMatrixCapsules(16, 3, 1), 6, 8),
     "design_class": (lambda: layers.MatrixCapsuleEMRouting(10), 3, 16),
 }
@@ -57,10 +69,16 @@ _CASES = [f"{name}:{mode}" for name in _LAYERS for mode in ("eager", "xla")] + [
 ]
 
 
+def _image_shape():
+    return (_IMAGE_SIZE.value, _IMAGE_SIZE.value, 1)
+
+
 def _inputs(batch, grid, types):
     rng = np.random.default_rng(0)
     if grid is None:
-        return tf.constant(rng.normal(size=(batch, 32, 32, 1)), tf.float32)
+        return tf.constant(
+            rng.normal(size=(batch, *_image_shape())), tf.float32
+        )
     return [
         tf.constant(rng.uniform(size=(batch, grid, grid, types)), tf.float32),
         tf.constant(
@@ -109,7 +127,7 @@ def run_case(case):
     timing = measure.time_step(step, batch, _REPEATS.value)
     _, grid, types = _LAYERS[name]
     shape = (
-        {"image": [32, 32, 1]}
+        {"image": list(_image_shape())}
         if grid is None
         else {"grid": grid, "child_types": types}
     )
@@ -135,7 +153,11 @@ def main(argv):
     measure.run_cases_in_subprocesses(
         "bench.em_routing",
         _CASES,
-        [f"--repeats={_REPEATS.value}", f"--batch_size={_BATCH_SIZE.value}"],
+        [
+            f"--repeats={_REPEATS.value}",
+            f"--batch_size={_BATCH_SIZE.value}",
+            f"--image_size={_IMAGE_SIZE.value}",
+        ],
     )
 
 

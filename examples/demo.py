@@ -56,6 +56,12 @@ _GENERATIVE_TRAIN_SIZE = flags.DEFINE_integer(
     "generative_train_size", 3000, "Training images of the generative model."
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+_ONLY = flags.DEFINE_list(
+    "only",
+    None,
+    "Run only the rows of these models: multiclass, one_vs_all, "
+    "all_vs_all, capsnet, heinsen, matrix, generative.",
+)
 
 _PROJECTION_DIM = 64
 _SPLITS = ("train", "validation", "test", "test_novel")
@@ -299,6 +305,14 @@ def main(argv):
         ("generative capsules (probe)", "elbo", 6, "generative"),
     ]
     rows, layers = [], {}
+    if _ONLY.value:
+        unknown = set(_ONLY.value) - {run[3] for run in runs}
+        if unknown:
+            raise app.UsageError(
+                f"--only: unknown models {sorted(unknown)}; expected some of "
+                f"{sorted({run[3] for run in runs})}."
+            )
+        runs = [run for run in runs if run[3] in _ONLY.value]
     for name, training, capsule_dim, architecture in runs:
         start = time.time()
         if architecture == "capsnet":
@@ -347,20 +361,22 @@ def main(argv):
     with open(os.path.join(_OUTPUT_DIR.value, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
     x_test, y_test = features["test"]
-    plots.plot_latent_space(
-        layers[("em", 2)],
-        x_test,
-        y_test,
-        os.path.join(_OUTPUT_DIR.value, "latent_space.png"),
-        class_names=list(datasets.SHAPE_NAMES),
-    )
-    plots.plot_prototypes(
-        layers[("em", 8)],
-        *features["train"],
-        raw["train"]["image"],
-        os.path.join(_OUTPUT_DIR.value, "prototypes.png"),
-        class_names=list(datasets.SHAPE_NAMES),
-    )
+    if ("em", 2) in layers:
+        plots.plot_latent_space(
+            layers[("em", 2)],
+            x_test,
+            y_test,
+            os.path.join(_OUTPUT_DIR.value, "latent_space.png"),
+            class_names=list(datasets.SHAPE_NAMES),
+        )
+    if ("em", 8) in layers:
+        plots.plot_prototypes(
+            layers[("em", 8)],
+            *features["train"],
+            raw["train"]["image"],
+            os.path.join(_OUTPUT_DIR.value, "prototypes.png"),
+            class_names=list(datasets.SHAPE_NAMES),
+        )
     print(f"Figures and results.json written to {_OUTPUT_DIR.value}/")
 
 

@@ -1,5 +1,9 @@
 """Trains the matrix-capsule network with EM routing (Hinton, Sabour,
-Frosst 2018): spread loss with its margin rising from 0.2 to 0.9, Adam.
+Frosst 2018): spread loss, Adam. `--recipe=standardized` (the default:
+standardised costs, 2 iterations, the official margin schedule) or
+`--recipe=paper` (Procedure 1 as written, 3 iterations, the margin rising
+linearly from 0.2 to 0.9 over the run); every routing and initialisation
+flag left unset takes the recipe's value (README, "Matrix capsules").
 
 Datasets: `smallnorb` (TFDS; 48x48, standardised, random 32x32 crops with
 brightness and contrast, centre crop at test; `--multi_crop` averages the
@@ -34,7 +38,8 @@ from examples import distribution, heinsen_training
 from keras_capsules import callbacks, datasets, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
-from keras_capsules.layers import inverse_temperatures
+from keras_capsules.layers import em_activation, inverse_temperatures
+from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
 _DATASET = flags.DEFINE_enum(
     "dataset", "mnist", list(experiments.DATASETS), "Dataset."
@@ -49,12 +54,69 @@ _EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training set.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 3e-3, "Adam's rate.")
 _ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations", 3, "EM iterations of every routing layer."
+    "routing_iterations",
+    None,
+    "EM iterations of every routing layer; the recipe's when unset "
+    "(`paper`: 3, `standardized`: 2).",
+)
+_RECIPE = flags.DEFINE_enum(
+    "recipe",
+    models.DEFAULT_MATRIX_CAPSNET_RECIPE,
+    list(models.MATRIX_CAPSNET_RECIPES),
+    "Routing and initialisation: `standardized` (the default, README) or "
+    "`paper` (Procedure 1 as written, lambda -> 0.001, linear margin). The "
+    "flags below left unset take the recipe's values.",
 )
 _FINAL_INVERSE_TEMPERATURE = flags.DEFINE_float(
     "final_inverse_temperature",
-    inverse_temperatures.DEFAULT_FINAL_INVERSE_TEMPERATURE,
-    "lambda of the last routing iteration; it rises linearly to it.",
+    None,
+    "Scale of the lambda schedule: lambda of the last iteration (linear), "
+    "or `final` in final (1 - 0.95^(t + 1)) (geometric).",
+)
+_INVERSE_TEMPERATURE_SCHEDULE = flags.DEFINE_enum(
+    "inverse_temperature_schedule",
+    "linear",
+    list(inverse_temperatures.SCHEDULES),
+    "lambda over the routing iterations: linear up to the final value, or "
+    "the official code's geometric rise.",
+)
+_ACTIVATION_BIAS_GAIN = flags.DEFINE_float(
+    "activation_bias_gain",
+    None,
+    "g in a_j = logistic(lambda (g beta_a - cost)); the official code: 5000.",
+)
+_COST_NORMALIZATION = flags.DEFINE_enum(
+    "cost_normalization",
+    None,
+    list(em_activation.COST_NORMALIZATIONS),
+    "none (the paper), per_child (cost / children per parent) or "
+    "standardize (z-scores of the costs across parent types).",
+)
+_VARIANCE_FLOOR = flags.DEFINE_float(
+    "variance_floor",
+    None,
+    f"Added to every routing variance; the paper's text: {VARIANCE_FLOOR} "
+    "(our epsilon), the official code: 5e-4.",
+)
+_VOTE_WEIGHT_STDDEV = flags.DEFINE_float(
+    "vote_weight_stddev", None, "Initial std of every vote transformation."
+)
+_PRIMARY_ACTIVATION_BIAS = flags.DEFINE_float(
+    "primary_activation_bias",
+    None,
+    "Initial bias of the primary capsules' activation logits.",
+)
+_BATCH_NORM = flags.DEFINE_boolean(
+    "batch_norm", None, "Batch normalisation after the first convolution."
+)
+_MARGIN_SCHEDULE = flags.DEFINE_enum(
+    "margin_schedule",
+    None,
+    ["linear", "sigmoid"],
+    "Default: the recipe's (`paper`: linear; `standardized`: sigmoid). "
+    "Spread-loss margin: linear 0.2 -> 0.9 over the run (the paper's "
+    "text), or the official code's 0.2 + 0.79 sigmoid(min(10, step / "
+    "50000 - 4)) of the absolute step.",
 )
 _COORDINATE_ADDITION = flags.DEFINE_boolean(
     "coordinate_addition", True, "Coordinate addition in class capsules."
@@ -213,7 +275,11 @@ def main(argv):
     if steps_per_epoch < 0:  # smallNORB filters: count once
         steps_per_epoch = sum(1 for _ in train)
     jit = heinsen_training.use_xla(_JIT_COMPILE.value)
-    results = {"dataset": _DATASET.value, "flags": flags_summary()}
+    results = {
+        "dataset": _DATASET.value,
+        "flags": flags_summary(),
+        "recipe_settings": recipe_settings(),
+    }
     extra_callbacks = []
     if _CNN_BASELINE.value:
         results["cnn"] = train_cnn_baseline(
@@ -227,17 +293,26 @@ def main(argv):
     with strategy.scope():
         build = models.matrix_capsnet
         sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
-        iterations = _ROUTING_ITERATIONS.value
+        settings = recipe_settings()
+        iterations = settings["num_iterations"]
+        schedule = inverse_temperatures.inverse_temperature_schedule(
+            _INVERSE_TEMPERATURE_SCHEDULE.value,
+            iterations,
+            settings["final_inverse_temperature"],
+        )
         model = build(
             *sizes,
             num_classes=num_classes,
             input_shape=image_shape,
             num_iterations=iterations,
-            inverse_temperatures=[
-                _FINAL_INVERSE_TEMPERATURE.value * (t + 1) / iterations
-                for t in range(iterations)
-            ],
+            inverse_temperatures=schedule,
             coordinate_addition=_COORDINATE_ADDITION.value,
+            recipe=_RECIPE.value,
+            **{
+                name: value
+                for name, value in settings.items()
+                if name not in ("final_inverse_temperature", "num_iterations")
+            },
         )
         loss = make_loss()
         model.compile(
@@ -246,12 +321,18 @@ def main(argv):
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             jit_compile=jit,
         )
-    if _LOSS.value == "spread":
+    margin_schedule = _MARGIN_SCHEDULE.value or (
+        "linear" if _RECIPE.value == "paper" else "sigmoid"
+    )
+    results["margin_schedule"] = margin_schedule
+    if _LOSS.value == "spread" and margin_schedule == "linear":
         extra_callbacks.append(
             callbacks.SpreadLossMargin(
                 loss, _EPOCHS.value * steps_per_epoch, 0.2, 0.9
             )
         )
+    elif _LOSS.value == "spread":
+        extra_callbacks.append(callbacks.SigmoidSpreadLossMargin(loss))
     start = time.time()
     history = model.fit(
         train,
@@ -287,10 +368,30 @@ def main(argv):
         export_serving(model, image_shape)
 
 
+def recipe_settings():
+    """The `--recipe`'s model settings with the flags that were set."""
+    return models.matrix_capsnet_recipe_settings(
+        _RECIPE.value,
+        {
+            "num_iterations": _ROUTING_ITERATIONS.value,
+            "final_inverse_temperature": _FINAL_INVERSE_TEMPERATURE.value,
+            "activation_bias_gain": _ACTIVATION_BIAS_GAIN.value,
+            "cost_normalization": _COST_NORMALIZATION.value,
+            "variance_floor": _VARIANCE_FLOOR.value,
+            "vote_weight_stddev": _VOTE_WEIGHT_STDDEV.value,
+            "primary_activation_bias": _PRIMARY_ACTIVATION_BIAS.value,
+            "batch_norm": _BATCH_NORM.value,
+        },
+    )
+
+
 def flags_summary():
     names = (
-        "model", "epochs", "batch_size", "learning_rate",
+        "model", "recipe", "epochs", "batch_size", "learning_rate",
         "routing_iterations", "final_inverse_temperature",
+        "inverse_temperature_schedule", "activation_bias_gain",
+        "cost_normalization", "variance_floor", "vote_weight_stddev",
+        "primary_activation_bias", "batch_norm", "margin_schedule",
         "coordinate_addition", "loss", "viewpoints", "cnn_baseline",
         "baseline_epochs", "train_size", "mixed_precision", "strategy", "seed",
     )  # fmt: skip

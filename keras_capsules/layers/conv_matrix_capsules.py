@@ -51,9 +51,12 @@ class ConvMatrixCapsules(keras.layers.Layer):
             small.
         cost_normalization: `"none"` (the paper), `"per_child"` (the cost
             divided by the number of children per parent, so layers of
-            different widths give costs of one scale) or `"standardize"`
-            (the costs' z-scores across the parent types at a position:
-            activations spread whatever the layer). Defaults to `"none"`.
+            different widths give costs of one scale), `"per_mass"` (the
+            cost without its factor `sum_i R_ij`: tight agreement, not
+            collected mass, turns a parent on), `"standardize"` (the
+            costs' z-scores across the parent types at a position:
+            activations spread whatever the layer) or
+            `"per_mass_standardize"` (both). Defaults to `"none"`.
         variance_floor: float `> 0` added to every variance. Defaults to
             `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
             5e-4.

@@ -3,7 +3,13 @@ parent's cost becomes its activation (`ops.em_routing`'s keywords)."""
 
 from keras_capsules.layers import validation
 
-COST_NORMALIZATIONS = ("none", "per_child", "standardize")
+COST_NORMALIZATIONS = (
+    "none",
+    "per_child",
+    "per_mass",
+    "standardize",
+    "per_mass_standardize",
+)
 
 
 def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
@@ -13,8 +19,10 @@ def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
         layer: the EM layer being constructed.
         activation_bias_gain: float `g > 0`, `beta_a`'s gain in the logit.
         cost_normalization: `"none"` (Procedure 1), `"per_child"` (the
-            cost divided by the number of children per parent) or
-            `"standardize"` (z-scores across the parent types).
+            cost divided by the number of children per parent),
+            `"per_mass"` (without the factor `sum_i R_ij`), `"standardize"`
+            (z-scores across the parent types) or `"per_mass_standardize"`
+            (both).
         floor: float `> 0`, the variance floor.
     """
     validation.check_option(
@@ -51,7 +59,8 @@ def op_arguments(layer, children_per_parent):
     return {
         "activation_bias_gain": layer.activation_bias_gain,
         "cost_scale": scale,
-        "standardize_costs": layer.cost_normalization == "standardize",
+        "cost_per_mass": layer.cost_normalization.startswith("per_mass"),
+        "standardize_costs": layer.cost_normalization.endswith("standardize"),
         "variance_floor": layer.variance_floor,
     }
 

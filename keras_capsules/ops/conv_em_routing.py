@@ -58,6 +58,7 @@ def conv_em_routing(
     *,
     activation_bias_gain=1.0,
     cost_scale=1.0,
+    cost_per_mass=False,
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
 ):
@@ -90,9 +91,10 @@ def conv_em_routing(
         strides: int `s`. Defaults to `1`.
         mask: optional bool `(batch, H, W, B)`, True for children that take
             part.
-        activation_bias_gain, cost_scale, standardize_costs,
-            variance_floor: as for `em_routing` (costs are standardised
-            across the `C` parent types at each position).
+        activation_bias_gain, cost_scale, cost_per_mass,
+            standardize_costs, variance_floor: as for `em_routing` (costs
+            are standardised across the `C` parent types at each
+            position).
 
     Returns:
         `(activations, means, variances)`: `(batch, H', W', C)` activations
@@ -103,7 +105,11 @@ def conv_em_routing(
     _check(votes, activations, strides)
     check_inverse_temperatures("conv_em_routing", inverse_temperatures)
     options = ActivationCost(
-        activation_bias_gain, cost_scale, standardize_costs, variance_floor
+        activation_bias_gain,
+        cost_scale,
+        cost_per_mass,
+        standardize_costs,
+        variance_floor,
     ).check("conv_em_routing")
     dtype = votes.dtype
     activations = ops.cast(activations, dtype)

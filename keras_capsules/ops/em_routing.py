@@ -34,6 +34,10 @@ class ActivationCost:
     - `cost_scale` `F`: `cost_j` multiplied by `F` (e.g. one over the
       number of children per parent, so that layers of different widths
       give costs of one scale).
+    - `cost_per_mass`: `cost_j = sum_h (beta_u + log sigma^h)`, without
+      the factor `sum_i R_ij`: a parent's activation then rewards how
+      tightly its children agree, not how many it has collected (routing
+      that concentrates children cannot by itself turn a parent on).
     - `standardize_costs`: `cost_j` replaced by its z-score across the
       parent types at one position, `(cost_j - mean_k cost_k) / std_k
       cost_k`, so the logits have unit spread whatever the layer.
@@ -42,6 +46,7 @@ class ActivationCost:
 
     activation_bias_gain: float = 1.0
     cost_scale: float = 1.0
+    cost_per_mass: bool = False
     standardize_costs: bool = False
     variance_floor: float = VARIANCE_FLOOR
 
@@ -107,7 +112,9 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
     )
     variances = variances + cost_options.variance_floor
     # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
-    cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1) * total
+    cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
+    if not cost_options.cost_per_mass:
+        cost = cost * total
     cost = cost * cost_options.cost_scale
     if cost_options.standardize_costs:
         cost = _standardize(cost)
@@ -287,6 +294,7 @@ def em_routing(
     *,
     activation_bias_gain=1.0,
     cost_scale=1.0,
+    cost_per_mass=False,
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
 ):
@@ -317,9 +325,9 @@ def em_routing(
     The keyword arguments change how the cost becomes an activation (see
     `ActivationCost`); their defaults give Procedure 1 as written:
     `logit_j = lambda (activation_bias_gain beta_a - F cost_j)` with
-    `F = cost_scale`, or with `cost_j` standardised across the output
-    capsules when `standardize_costs`, and `variance_floor` added to every
-    `sigma^2`.
+    `F = cost_scale`, `cost_j` without its factor `sum_i R_ij` when
+    `cost_per_mass`, standardised across the output capsules when
+    `standardize_costs`, and `variance_floor` added to every `sigma^2`.
 
     Args:
         votes: float `(batch, n_in, n_out, h)`.
@@ -331,6 +339,7 @@ def em_routing(
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
         activation_bias_gain: float `g > 0`. Defaults to `1.0`.
         cost_scale: float `F > 0`. Defaults to `1.0`.
+        cost_per_mass: bool. Defaults to `False`.
         standardize_costs: bool. Defaults to `False`.
         variance_floor: float `> 0`. Defaults to `VARIANCE_FLOOR`.
 
@@ -339,7 +348,11 @@ def em_routing(
         `[0, 1]` and `(batch, n_out, h)` means and variances.
     """
     options = ActivationCost(
-        activation_bias_gain, cost_scale, standardize_costs, variance_floor
+        activation_bias_gain,
+        cost_scale,
+        cost_per_mass,
+        standardize_costs,
+        variance_floor,
     )
     return _dense_routing(
         votes, activations, beta_u, beta_a, inverse_temperatures, mask, options

@@ -54,6 +54,39 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(served["activations"], activations, atol=1e-5)
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
+        self.assertEqual(results["margin_schedule"], "sigmoid")
+        self.assertEqual(
+            results["recipe_settings"]["cost_normalization"], "standardize"
+        )
+
+    def test_paper_recipe_with_a_flag_override(self):
+        directory = tempfile.mkdtemp()
+        run_python(
+            "-m",
+            "examples.train_matrix_capsules",
+            "--dataset=procedural_shapes",
+            "--model=small",
+            "--recipe=paper",
+            "--variance_floor=5e-4",
+            "--train_size=32",
+            "--test_size=16",
+            "--batch_size=16",
+            "--epochs=1",
+            f"--model_dir={directory}",
+        )
+        with open(os.path.join(directory, "results.json")) as f:
+            results = json.load(f)
+        self.assertEqual(results["margin_schedule"], "linear")
+        model = keras.models.load_model(
+            os.path.join(directory, "matrix_capsnet.keras")
+        )
+        layer = model.get_layer("conv_caps1")
+        self.assertEqual(layer.cost_normalization, "none")
+        self.assertEqual(layer.variance_floor, 5e-4)
+        self.assertEqual(layer.num_iterations, 3)
+        self.assertAllClose(
+            layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
+        )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ ACTIVATION_OPTIONS = (
         {"cost_scale": 1 / 18, "bias_gain": 3.0, "variance_floor": 0.01},
     ),
     ("standardized", {"cost_normalization": "standardize"}, {}),
+    (
+        "per_mass_standardized",
+        {"cost_normalization": "per_mass_standardize"},
+        {"cost_per_mass": True},
+    ),
 )
 
 
@@ -65,9 +70,10 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
             inverse_temperatures=lambdas,
             **layer_options,
         )
-        if layer_options.get("cost_normalization") == "standardize":
+        if "standardize" in layer_options.get("cost_normalization", ""):
             reference_options = {
-                "standardize_groups": np.repeat(np.arange(4), types_out)
+                **reference_options,
+                "standardize_groups": np.repeat(np.arange(4), types_out),
             }
         activations, poses = random_capsules(rng, (height, width), types_in)
         layer.build([activations.shape, poses.shape])

@@ -18,10 +18,14 @@ class MatrixCapsNetTest(tf.test.TestCase):
         # each 32-type conv caps 147,456 + 64 betas + 3 lambdas, class
         # capsules 2,560 + 10 betas + 3 lambdas.
         self.assertEqual(
-            models.matrix_capsnet(num_classes=5).count_params(), 316_403
+            models.matrix_capsnet(num_classes=5, recipe="paper").count_params(),
+            316_403,
         )
         self.assertEqual(
-            models.small_matrix_capsnet(num_classes=5).count_params(), 67_163
+            models.small_matrix_capsnet(
+                num_classes=5, recipe="paper"
+            ).count_params(),
+            67_163,
         )
         self.assertEqual(
             models.viewpoint_cnn(5, (32, 32, 1)).count_params(), 4_252_549

@@ -69,7 +69,8 @@ class RecipeTest(tf.test.TestCase):
             layer = model.get_layer(name)
             self.assertEqual(layer.cost_normalization, "standardize")
             self.assertEqual(layer.variance_floor, 5e-4)
-            self.assertAllClose(layer.inverse_temperatures, [1 / 3, 2 / 3, 1])
+            self.assertEqual(layer.num_iterations, 2)
+            self.assertAllClose(layer.inverse_temperatures, [0.5, 1.0])
         paper = models.small_matrix_capsnet(
             input_shape=(28, 28, 1), recipe="paper", batch_norm=True
         )

@@ -24,6 +24,7 @@ def em_reference(
     lambdas,
     bias_gain=1.0,
     cost_scale=1.0,
+    cost_per_mass=False,
     standardize_groups=None,
     variance_floor=0.0,
 ):
@@ -39,6 +40,7 @@ def em_reference(
         lambdas: the inverse temperature of each iteration.
         bias_gain: `g` in `a_j = logistic(lambda (g beta_a - F cost_j))`.
         cost_scale: `F` there.
+        cost_per_mass: drop the factor `sum_i R_ij` from the cost.
         standardize_groups: optional int `(n_parent,)`: when given, each
             `F cost_j` is replaced by its z-score among the parents of its
             group (the parent types at one position).
@@ -64,7 +66,8 @@ def em_reference(
             sigma2[j] = (rj[:, None] * (v - mu[j]) ** 2).sum(
                 axis=0
             ) / total + variance_floor
-            cost = (beta_u[j] + np.log(np.sqrt(sigma2[j]))) * total
+            mass = 1.0 if cost_per_mass else total
+            cost = (beta_u[j] + np.log(np.sqrt(sigma2[j]))) * mass
             costs[j] = cost_scale * cost.sum()
         if standardize_groups is not None:
             for group in np.unique(standardize_groups):

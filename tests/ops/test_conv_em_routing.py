@@ -108,6 +108,7 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         options = {
             "activation_bias_gain": 4.0,
             "cost_scale": 1.0 / 18,
+            "cost_per_mass": True,
             "standardize_costs": True,
             "variance_floor": 5e-4,
         }
@@ -132,6 +133,7 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                 LAMBDAS,
                 bias_gain=4.0,
                 cost_scale=1.0 / 18,
+                cost_per_mass=True,
                 standardize_groups=positions,
                 variance_floor=5e-4,
             )

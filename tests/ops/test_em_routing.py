@@ -50,6 +50,7 @@ COST_OPTIONS = (
     ("bias_gain", (0.002, 0.004, 0.006), {"activation_bias_gain": 500.0}),
     ("cost_scale", LAMBDAS, {"cost_scale": 1.0 / 6}),
     ("standardized", LAMBDAS, {"standardize_costs": True}),
+    ("per_mass", (0.02, 0.04, 0.06), {"cost_per_mass": True}),
     ("variance_floor", LAMBDAS, {"variance_floor": 5e-4}),
     (
         "all",
@@ -57,6 +58,7 @@ COST_OPTIONS = (
         {
             "activation_bias_gain": 3.0,
             "cost_scale": 0.5,
+            "cost_per_mass": True,
             "standardize_costs": True,
             "variance_floor": 0.01,
         },

@@ -12,7 +12,9 @@ from keras_capsules import models, plots
 class VoteDistancesTest(tf.test.TestCase):
     def setUp(self):
         super().setUp()
-        self.model = models.small_matrix_capsnet(4, (24, 24, 1))
+        self.model = models.small_matrix_capsnet(
+            4, (24, 24, 1), num_iterations=3
+        )
         rng = np.random.default_rng(0)
         self.images = rng.normal(size=(2, 24, 24, 1)).astype("float32")
 
