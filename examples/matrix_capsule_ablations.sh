@@ -1,34 +1,44 @@
 #!/usr/bin/env bash
-# Ablations of the matrix-capsule model on the procedural shapes: Table 1
-# of the paper (iterations, coordinate addition, loss), and each change that
-# public reimplementations make to Procedure 1's activation, alone and
-# combined. One short run per variant, then one JSON line per run.
+# Ablations of the small matrix-capsule model on the procedural shapes:
+# Table 1 of the paper (iterations, coordinate addition, loss) on the
+# paper's recipe, each change that public reimplementations make to
+# Procedure 1's activation alone, and the `standardized` recipe with
+# variations. One short run per variant, then one JSON line per run.
 # Usage: bash examples/matrix_capsule_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
 # VARIANTS="name ..." runs only the named variants.
 set -euo pipefail
 output_dir=$1
 shift
 mkdir -p "$output_dir"
-# The combination chosen as the models' default recipe (README).
-combined="--cost_normalization=standardize --final_inverse_temperature=1 \
---variance_floor=5e-4 --margin_schedule=sigmoid"
+paper="--recipe=paper"
+standardized="--recipe=standardized"
+per_mass="$standardized --cost_normalization=per_mass_standardize"
 variants=(
-  "combined_3_iterations $combined --routing_iterations=3"
-  "combined_2_iterations $combined --routing_iterations=2"
-  "paper_3_iterations --routing_iterations=3"
-  "paper_1_iteration --routing_iterations=1"
-  "paper_2_iterations --routing_iterations=2"
-  "no_coordinate_addition --nocoordinate_addition"
-  "margin_loss --loss=margin"
-  "cross_entropy --loss=cross_entropy"
-  "bias_gain_5000 --activation_bias_gain=5000"
-  "per_child_cost --cost_normalization=per_child --final_inverse_temperature=1"
-  "standardized_cost --cost_normalization=standardize --final_inverse_temperature=1"
-  "variance_floor --variance_floor=5e-4"
-  "vote_weights_std_1 --vote_weight_stddev=1"
-  "batch_norm --batch_norm"
-  "sigmoid_margin --margin_schedule=sigmoid"
-  "geometric_lambda --inverse_temperature_schedule=geometric --final_inverse_temperature=0.01"
+  "standardized_2_iterations $standardized --routing_iterations=2"
+  "standardized_3_iterations $standardized --routing_iterations=3"
+  "paper_3_iterations $paper --routing_iterations=3"
+  "paper_1_iteration $paper --routing_iterations=1"
+  "paper_2_iterations $paper --routing_iterations=2"
+  "no_coordinate_addition $paper --nocoordinate_addition"
+  "margin_loss $paper --loss=margin"
+  "cross_entropy $paper --loss=cross_entropy"
+  "bias_gain_5000 $paper --activation_bias_gain=5000"
+  "per_child_cost $paper --cost_normalization=per_child --final_inverse_temperature=1"
+  "standardized_cost $paper --cost_normalization=standardize --final_inverse_temperature=1"
+  "variance_floor $paper --variance_floor=5e-4"
+  "vote_weights_std_1 $paper --vote_weight_stddev=1"
+  "batch_norm $paper --batch_norm"
+  "paper_batch_norm_vote_std_1 $paper --batch_norm --vote_weight_stddev=1"
+  "sigmoid_margin $paper --margin_schedule=sigmoid"
+  "geometric_lambda $paper --inverse_temperature_schedule=geometric --final_inverse_temperature=0.01"
+  "standardized_3_batch_norm $standardized --routing_iterations=3 --batch_norm"
+  "standardized_3_vote_std_1 $standardized --routing_iterations=3 --vote_weight_stddev=1"
+  "standardized_3_batch_norm_vote_std_1 $standardized --routing_iterations=3 --batch_norm --vote_weight_stddev=1"
+  "standardized_2_batch_norm_vote_std_1 $standardized --routing_iterations=2 --batch_norm --vote_weight_stddev=1"
+  "standardized_3_lr_1e-3 $standardized --routing_iterations=3 --learning_rate=1e-3"
+  "standardized_2_lr_1e-3 $standardized --routing_iterations=2 --learning_rate=1e-3"
+  "per_mass_standardized_3 $per_mass --routing_iterations=3"
+  "per_mass_standardized_2 $per_mass --routing_iterations=2"
 )
 for variant in "${variants[@]}"; do
   read -r name flags <<<"$variant"
