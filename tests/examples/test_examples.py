@@ -85,6 +85,40 @@ class ExamplesTest(tf.test.TestCase):
         ):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
 
+    def test_demo_runs_only_the_named_rows(self):
+        directory = tempfile.mkdtemp()
+        command = [
+            sys.executable,
+            "-m",
+            "examples.demo",
+            f"--output_dir={directory}",
+            "--train_size=300",
+            "--matrix_train_size=64",
+        ]
+        result = subprocess.run(
+            [*command, "--only=matrix"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        with open(os.path.join(directory, "results.json")) as f:
+            rows = json.load(f)
+        self.assertEqual(
+            [row["model"] for row in rows], ["matrix capsules, EM routing"]
+        )
+        self.assertFalse(
+            os.path.exists(os.path.join(directory, "latent_space.png"))
+        )
+        result = subprocess.run(
+            [*command, "--only=matrix,cnn"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("unknown models ['cnn']", result.stderr)
+
 
 class DistributionTest(tf.test.TestCase):
     def test_strategies_and_bad_name(self):
