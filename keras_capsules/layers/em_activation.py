@@ -2,6 +2,7 @@
 parent's cost becomes its activation (`ops.em_routing`'s keywords)."""
 
 from keras_capsules.layers import validation
+from keras_capsules.ops.em_routing import ActivationCost
 
 COST_NORMALIZATIONS = (
     "none",
@@ -28,17 +29,9 @@ def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
     validation.check_option(
         layer, "cost_normalization", cost_normalization, COST_NORMALIZATIONS
     )
-    for name, value in (
-        ("activation_bias_gain", activation_bias_gain),
-        ("variance_floor", floor),
-    ):
-        if isinstance(value, bool) or not (
-            isinstance(value, (int, float)) and value > 0
-        ):
-            raise ValueError(
-                f"`{type(layer).__name__}` expects `{name}` to be a number "
-                f"> 0. Received: {value!r}."
-            )
+    ActivationCost(
+        activation_bias_gain=activation_bias_gain, variance_floor=floor
+    ).check(type(layer).__name__)
     layer.activation_bias_gain = float(activation_bias_gain)
     layer.cost_normalization = cost_normalization
     layer.variance_floor = float(floor)

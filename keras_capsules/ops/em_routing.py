@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import numbers
 
 from keras import ops
 
@@ -51,10 +52,12 @@ class ActivationCost:
     variance_floor: float = VARIANCE_FLOOR
 
     def check(self, op_name):
+        """Returns self; raises a ValueError naming `op_name` for a value
+        that is not a number > 0."""
         for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
             value = getattr(self, name)
             if isinstance(value, bool) or not (
-                isinstance(value, (int, float)) and value > 0
+                isinstance(value, numbers.Real) and value > 0
             ):
                 raise ValueError(
                     f"`{op_name}` expects `{name}` to be a number > 0. "

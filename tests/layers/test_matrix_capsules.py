@@ -161,6 +161,14 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
             with self.assertRaisesRegex(ValueError, f"`{name}`.*-1"):
                 layers.MatrixCapsuleEMRouting(2, **{name: -1})
 
+    def test_per_child_cost_needs_a_known_child_count(self):
+        layer = layers.MatrixCapsuleEMRouting(3, cost_normalization="per_child")
+        grid = tf.TensorSpec((None, None, None, 4))
+        poses = tf.TensorSpec((None, None, None, 4, 4, 4))
+        route = tf.function(lambda a, p: layer([a, p]), [grid, poses])
+        with self.assertRaisesRegex(ValueError, "per_child.*known number"):
+            route.get_concrete_function()
+
     def test_activation_arguments_round_trip_through_the_config(self):
         layer = layers.ConvMatrixCapsules(
             2,

@@ -246,6 +246,14 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                 capsule_ops.em_routing(
                     votes, np.ones((2, 3)), 0.0, 0.0, [1.0], **{name: 0}
                 )
+        capsule_ops.em_routing(  # NumPy scalars are numbers too
+            votes,
+            np.ones((2, 3)),
+            np.zeros(4),
+            np.zeros(4),
+            [1.0],
+            variance_floor=np.float32(5e-4),
+        )
 
 
 if __name__ == "__main__":
