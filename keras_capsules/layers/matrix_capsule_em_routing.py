@@ -56,21 +56,10 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         inverse_temperatures: optional list of `num_iterations` floats; None
             for `inverse_temperatures.default_inverse_temperatures`. Held in
             a non-trainable weight (see `ConvMatrixCapsules`).
-        activation_bias_gain: float `g > 0`: the activation logit is
-            `lambda (g beta_a - cost)`. Defaults to `1.0` (the paper); the
-            official code's `5000` lets the bias learn when `lambda` is
-            small.
-        cost_normalization: `"none"` (the paper), `"per_child"` (the cost
-            divided by the number of children per parent, so layers of
-            different widths give costs of one scale), `"per_mass"` (the
-            cost without its factor `sum_i R_ij`: tight agreement, not
-            collected mass, turns a parent on), `"standardize"` (the
-            costs' z-scores across the parent types at a position:
-            activations spread whatever the layer) or
-            `"per_mass_standardize"` (both). Defaults to `"none"`.
-        variance_floor: float `> 0` added to every variance. Defaults to
-            `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
-            5e-4.
+        activation_bias_gain, cost_normalization, variance_floor: how
+            routing turns costs into activations, as for
+            `ConvMatrixCapsules` (`"per_child"` counts every input capsule
+            as a child). The defaults are the paper's.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5.
         kernel_regularizer: optional regularizer of `W`.
