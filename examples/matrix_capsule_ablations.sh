@@ -3,7 +3,8 @@
 # Table 1 of the paper (iterations, coordinate addition, loss) on the
 # paper's recipe, each change that public reimplementations make to
 # Procedure 1's activation alone, and the `standardized` recipe with
-# variations. One short run per variant, then one JSON line per run.
+# variations (the `_sigmoid` ones with the official margin schedule).
+# One short run per variant, then one JSON line per run.
 # Usage: bash examples/matrix_capsule_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
 # VARIANTS="name ..." runs only the named variants.
 set -euo pipefail
@@ -12,10 +13,20 @@ shift
 mkdir -p "$output_dir"
 paper="--recipe=paper"
 standardized="--recipe=standardized"
-per_mass="$standardized --cost_normalization=per_mass_standardize"
+sigmoid="$standardized --margin_schedule=sigmoid"
+per_mass="$sigmoid --cost_normalization=per_mass_standardize"
 variants=(
   "standardized_2_iterations $standardized --routing_iterations=2"
   "standardized_3_iterations $standardized --routing_iterations=3"
+  "conv_2_class_3_iterations $standardized --routing_iterations=2 --class_routing_iterations=3"
+  "conv_3_class_2_iterations $standardized --routing_iterations=3 --class_routing_iterations=2"
+  "standardized_sigmoid_2 $sigmoid --routing_iterations=2"
+  "standardized_sigmoid_3 $sigmoid --routing_iterations=3"
+  "standardized_sigmoid_3_floor_5e-3 $sigmoid --routing_iterations=3 --variance_floor=5e-3"
+  "standardized_sigmoid_2_floor_5e-3 $sigmoid --routing_iterations=2 --variance_floor=5e-3"
+  "standardized_sigmoid_3_floor_5e-2 $sigmoid --routing_iterations=3 --variance_floor=5e-2"
+  "standardized_sigmoid_2_floor_5e-2 $sigmoid --routing_iterations=2 --variance_floor=5e-2"
+  "standardized_sigmoid_3_floor_0.2 $sigmoid --routing_iterations=3 --variance_floor=0.2"
   "paper_3_iterations $paper --routing_iterations=3"
   "paper_1_iteration $paper --routing_iterations=1"
   "paper_2_iterations $paper --routing_iterations=2"
@@ -31,14 +42,14 @@ variants=(
   "paper_batch_norm_vote_std_1 $paper --batch_norm --vote_weight_stddev=1"
   "sigmoid_margin $paper --margin_schedule=sigmoid"
   "geometric_lambda $paper --inverse_temperature_schedule=geometric --final_inverse_temperature=0.01"
-  "standardized_3_batch_norm $standardized --routing_iterations=3 --batch_norm"
-  "standardized_3_vote_std_1 $standardized --routing_iterations=3 --vote_weight_stddev=1"
-  "standardized_3_batch_norm_vote_std_1 $standardized --routing_iterations=3 --batch_norm --vote_weight_stddev=1"
-  "standardized_2_batch_norm_vote_std_1 $standardized --routing_iterations=2 --batch_norm --vote_weight_stddev=1"
-  "standardized_3_lr_1e-3 $standardized --routing_iterations=3 --learning_rate=1e-3"
-  "standardized_2_lr_1e-3 $standardized --routing_iterations=2 --learning_rate=1e-3"
-  "per_mass_standardized_3 $per_mass --routing_iterations=3"
-  "per_mass_standardized_2 $per_mass --routing_iterations=2"
+  "standardized_sigmoid_3_batch_norm $sigmoid --routing_iterations=3 --batch_norm"
+  "standardized_sigmoid_3_vote_std_1 $sigmoid --routing_iterations=3 --vote_weight_stddev=1"
+  "standardized_sigmoid_3_batch_norm_vote_std_1 $sigmoid --routing_iterations=3 --batch_norm --vote_weight_stddev=1"
+  "standardized_sigmoid_2_batch_norm_vote_std_1 $sigmoid --routing_iterations=2 --batch_norm --vote_weight_stddev=1"
+  "standardized_sigmoid_3_lr_1e-3 $sigmoid --routing_iterations=3 --learning_rate=1e-3"
+  "standardized_sigmoid_2_lr_1e-3 $sigmoid --routing_iterations=2 --learning_rate=1e-3"
+  "per_mass_standardized_sigmoid_3 $per_mass --routing_iterations=3"
+  "per_mass_standardized_sigmoid_2 $per_mass --routing_iterations=2"
 )
 for variant in "${variants[@]}"; do
   read -r name flags <<<"$variant"

@@ -54,6 +54,8 @@ def matrix_capsnet(
     coordinate_addition=True,
     recipe=DEFAULT_RECIPE,
     name="matrix_capsnet",
+    class_num_iterations=None,
+    class_inverse_temperatures=None,
     **overrides,
 ):
     """Returns the paper's network, mapping images to class activations.
@@ -84,6 +86,13 @@ def matrix_capsnet(
         recipe: a key of `RECIPES`: `"standardized"` (the default) or
             `"paper"` (Procedure 1 as written).
         name: model name.
+        class_num_iterations: routing iterations of the class capsules
+            alone; None for `num_iterations`. README "Matrix capsules":
+            extra iterations slow early learning in the convolutional
+            layers, not in the class capsules.
+        class_inverse_temperatures: the class capsules' `lambda` schedule
+            when `class_num_iterations` is set; None for one rising
+            linearly to the recipe's `final_inverse_temperature`.
         **overrides: any entry of the recipe:
             `final_inverse_temperature` (float);
             `activation_bias_gain`, `cost_normalization`, `variance_floor`:
@@ -118,6 +127,24 @@ def matrix_capsnet(
             stddev=settings["vote_weight_stddev"]
         ),
     }
+    class_routing = routing
+    if class_num_iterations is None and class_inverse_temperatures:
+        raise ValueError(
+            "`matrix_capsnet` got `class_inverse_temperatures` "
+            f"{class_inverse_temperatures!r} without `class_num_iterations`."
+            " Pass both, or neither."
+        )
+    if class_num_iterations is not None:
+        if class_inverse_temperatures is None:
+            class_inverse_temperatures = schedules.linear_inverse_temperatures(
+                class_num_iterations,
+                settings["final_inverse_temperature"],
+            )
+        class_routing = {
+            **routing,
+            "num_iterations": class_num_iterations,
+            "inverse_temperatures": class_inverse_temperatures,
+        }
     batch_norm = settings["batch_norm"]
     images = keras.Input(input_shape, name="images")
     features = keras.layers.Conv2D(
@@ -143,7 +170,7 @@ def matrix_capsnet(
         num_classes,
         coordinate_addition=coordinate_addition,
         name="class_capsules",
-        **routing,
+        **class_routing,
     )(capsules)
     return keras.Model(images, activations, name=name)
 

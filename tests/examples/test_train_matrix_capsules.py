@@ -54,7 +54,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(served["activations"], activations, atol=1e-5)
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
-        self.assertEqual(results["margin_schedule"], "sigmoid")
+        self.assertEqual(results["margin_schedule"], "linear")
         self.assertEqual(
             results["recipe_settings"]["cost_normalization"], "standardize"
         )
@@ -68,6 +68,8 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             "--model=small",
             "--recipe=paper",
             "--variance_floor=5e-4",
+            "--class_routing_iterations=2",
+            "--margin_schedule=sigmoid",
             "--train_size=32",
             "--test_size=16",
             "--batch_size=16",
@@ -76,7 +78,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         )
         with open(os.path.join(directory, "results.json")) as f:
             results = json.load(f)
-        self.assertEqual(results["margin_schedule"], "linear")
+        self.assertEqual(results["margin_schedule"], "sigmoid")
         model = keras.models.load_model(
             os.path.join(directory, "matrix_capsnet.keras")
         )
@@ -87,6 +89,9 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(
             layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
         )
+        classes = model.get_layer("class_capsules")
+        self.assertEqual(classes.num_iterations, 2)
+        self.assertAllClose(classes.inverse_temperatures, [5e-4, 1e-3])
 
 
 if __name__ == "__main__":

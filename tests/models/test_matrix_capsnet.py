@@ -47,6 +47,34 @@ class MatrixCapsNetTest(tf.test.TestCase):
         self.assertAllClose(restored.predict(x, verbose=0), activations)
         self.assertEqual(restored.get_layer("class_capsules").num_iterations, 2)
 
+    def test_class_capsules_can_route_with_their_own_iterations(self):
+        model = models.small_matrix_capsnet(
+            3, (24, 24, 1), num_iterations=2, class_num_iterations=3
+        )
+        lambdas = {
+            name: (
+                model.get_layer(name).num_iterations,
+                model.get_layer(name).inverse_temperatures,
+            )
+            for name in ("conv_caps1", "conv_caps2", "class_capsules")
+        }
+        self.assertEqual(lambdas["conv_caps1"], (2, [0.5, 1.0]))
+        self.assertEqual(lambdas["conv_caps2"], (2, [0.5, 1.0]))
+        self.assertEqual(lambdas["class_capsules"][0], 3)
+        self.assertAllClose(lambdas["class_capsules"][1], [1 / 3, 2 / 3, 1.0])
+        explicit = models.small_matrix_capsnet(
+            3,
+            (24, 24, 1),
+            class_num_iterations=2,
+            class_inverse_temperatures=[0.2, 0.4],
+        )
+        self.assertEqual(
+            explicit.get_layer("class_capsules").inverse_temperatures,
+            [0.2, 0.4],
+        )
+        with self.assertRaisesRegex(ValueError, "without `class_num_iter"):
+            models.small_matrix_capsnet(class_inverse_temperatures=[1.0])
+
 
 if __name__ == "__main__":
     tf.test.main()
