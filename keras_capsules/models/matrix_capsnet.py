@@ -128,7 +128,7 @@ def matrix_capsnet(
         ),
     }
     class_routing = routing
-    if class_num_iterations is None and class_inverse_temperatures:
+    if class_num_iterations is None and class_inverse_temperatures is not None:
         raise ValueError(
             "`matrix_capsnet` got `class_inverse_temperatures` "
             f"{class_inverse_temperatures!r} without `class_num_iterations`."
