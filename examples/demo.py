@@ -12,6 +12,7 @@ Usage: python -m examples.demo --output_dir=demo_output
 """
 
 import json
+import math
 import os
 import time
 
@@ -229,7 +230,7 @@ def run_matrix_capsules(raw, epochs, train_size, output_dir):
     images = raw["train"]["image"][:train_size]
     labels = raw["train"]["label"][:train_size]
     batch_size = 32
-    total_steps = epochs * -(-len(images) // batch_size)
+    total_steps = epochs * math.ceil(len(images) / batch_size)
     model.fit(
         images,
         labels,

@@ -302,26 +302,24 @@ def main(argv):
         sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
         settings = recipe_settings()
         iterations = settings["num_iterations"]
-        schedule, class_schedule = (
-            inverse_temperatures.inverse_temperature_schedule(
+        class_iterations = _CLASS_ROUTING_ITERATIONS.value
+
+        def schedule(count):
+            return inverse_temperatures.inverse_temperature_schedule(
                 _INVERSE_TEMPERATURE_SCHEDULE.value,
                 count,
                 settings["final_inverse_temperature"],
             )
-            for count in (
-                iterations,
-                _CLASS_ROUTING_ITERATIONS.value or iterations,
-            )
-        )
+
         model = build(
             *sizes,
             num_classes=num_classes,
             input_shape=image_shape,
             num_iterations=iterations,
-            inverse_temperatures=schedule,
-            class_num_iterations=_CLASS_ROUTING_ITERATIONS.value,
+            inverse_temperatures=schedule(iterations),
+            class_num_iterations=class_iterations,
             class_inverse_temperatures=(
-                class_schedule if _CLASS_ROUTING_ITERATIONS.value else None
+                schedule(class_iterations) if class_iterations else None
             ),
             coordinate_addition=_COORDINATE_ADDITION.value,
             recipe=_RECIPE.value,
