@@ -105,6 +105,13 @@ _VARIANCE_FLOOR = flags.DEFINE_float(
     f"Added to every routing variance; the paper's text: {VARIANCE_FLOOR} "
     "(our epsilon), the official code: 5e-4.",
 )
+_ASSIGNMENT_SMOOTHING = flags.DEFINE_float(
+    "assignment_smoothing",
+    None,
+    "Share eps in [0, 1) of each child's uniform assignment kept by every "
+    "M-step after the first (0: the paper; keeps parents from collapsing "
+    "onto one child).",
+)
 _VOTE_WEIGHT_STDDEV = flags.DEFINE_float(
     "vote_weight_stddev", None, "Initial std of every vote transformation."
 )
@@ -391,6 +398,7 @@ def recipe_settings():
             "activation_bias_gain": _ACTIVATION_BIAS_GAIN.value,
             "cost_normalization": _COST_NORMALIZATION.value,
             "variance_floor": _VARIANCE_FLOOR.value,
+            "assignment_smoothing": _ASSIGNMENT_SMOOTHING.value,
             "vote_weight_stddev": _VOTE_WEIGHT_STDDEV.value,
             "primary_activation_bias": _PRIMARY_ACTIVATION_BIAS.value,
             "batch_norm": _BATCH_NORM.value,
@@ -404,7 +412,8 @@ def flags_summary():
         "routing_iterations", "class_routing_iterations",
         "final_inverse_temperature",
         "inverse_temperature_schedule", "activation_bias_gain",
-        "cost_normalization", "variance_floor", "vote_weight_stddev",
+        "cost_normalization", "variance_floor", "assignment_smoothing",
+        "vote_weight_stddev",
         "primary_activation_bias", "batch_norm", "margin_schedule",
         "coordinate_addition", "loss", "viewpoints", "cnn_baseline",
         "baseline_epochs", "train_size", "mixed_precision", "strategy", "seed",

@@ -13,7 +13,13 @@ COST_NORMALIZATIONS = (
 )
 
 
-def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
+def set_arguments(
+    layer,
+    activation_bias_gain,
+    cost_normalization,
+    floor,
+    assignment_smoothing=0.0,
+):
     """Checks the arguments and stores them as same-named attributes.
 
     Args:
@@ -25,16 +31,21 @@ def set_arguments(layer, activation_bias_gain, cost_normalization, floor):
             (z-scores across the parent types) or `"per_mass_standardize"`
             (both).
         floor: float `> 0`, the variance floor.
+        assignment_smoothing: float in `[0, 1)`, the share of each child's
+            uniform assignment kept in every M-step after the first.
     """
     validation.check_option(
         layer, "cost_normalization", cost_normalization, COST_NORMALIZATIONS
     )
     ActivationCost(
-        activation_bias_gain=activation_bias_gain, variance_floor=floor
+        activation_bias_gain=activation_bias_gain,
+        variance_floor=floor,
+        assignment_smoothing=assignment_smoothing,
     ).check(type(layer).__name__)
     layer.activation_bias_gain = float(activation_bias_gain)
     layer.cost_normalization = cost_normalization
     layer.variance_floor = float(floor)
+    layer.assignment_smoothing = float(assignment_smoothing)
 
 
 def op_arguments(layer, children_per_parent):
@@ -55,6 +66,7 @@ def op_arguments(layer, children_per_parent):
         "cost_per_mass": layer.cost_normalization.startswith("per_mass"),
         "standardize_costs": layer.cost_normalization.endswith("standardize"),
         "variance_floor": layer.variance_floor,
+        "assignment_smoothing": layer.assignment_smoothing,
     }
 
 
@@ -64,4 +76,5 @@ def config(layer):
         "activation_bias_gain": layer.activation_bias_gain,
         "cost_normalization": layer.cost_normalization,
         "variance_floor": layer.variance_floor,
+        "assignment_smoothing": layer.assignment_smoothing,
     }

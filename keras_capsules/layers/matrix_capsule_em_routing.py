@@ -63,6 +63,10 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5.
         kernel_regularizer: optional regularizer of `W`.
+        assignment_smoothing: float `eps` in `[0, 1)`: every M-step after
+            the first weighs a child by `(1 - eps) R_ij + eps R0_ij`, where
+            `R0` is its first, uniform assignment, so that no parent
+            collapses onto a single child. Defaults to `0.0` (the paper).
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -95,6 +99,7 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         variance_floor=VARIANCE_FLOOR,
         kernel_initializer=None,
         kernel_regularizer=None,
+        assignment_smoothing=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -106,7 +111,11 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
             self, num_iterations, inverse_temperatures
         )
         em_activation.set_arguments(
-            self, activation_bias_gain, cost_normalization, variance_floor
+            self,
+            activation_bias_gain,
+            cost_normalization,
+            variance_floor,
+            assignment_smoothing,
         )
         self.kernel_initializer = keras.initializers.get(
             kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)

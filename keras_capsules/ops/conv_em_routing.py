@@ -61,6 +61,7 @@ def conv_em_routing(
     cost_per_mass=False,
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
+    assignment_smoothing=0.0,
 ):
     """EM routing between convolutional capsule layers.
 
@@ -95,6 +96,10 @@ def conv_em_routing(
             standardize_costs, variance_floor: as for `em_routing` (costs
             are standardised across the `C` parent types at each
             position).
+        assignment_smoothing: float `eps` in `[0, 1)`: each M-step after
+            the first weighs the votes by `(1 - eps) R_ij + eps R0_ij`, with
+            `R0_ij` the first, uniform assignment of the child over its
+            parents. Defaults to `0.0` (Procedure 1).
 
     Returns:
         `(activations, means, variances)`: `(batch, H', W', C)` activations
@@ -110,6 +115,7 @@ def conv_em_routing(
         cost_per_mass,
         standardize_costs,
         variance_floor,
+        assignment_smoothing,
     ).check("conv_em_routing")
     dtype = votes.dtype
     activations = ops.cast(activations, dtype)

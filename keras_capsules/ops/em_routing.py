@@ -21,7 +21,8 @@ _COST_VARIANCE_EPSILON = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class ActivationCost:
-    """How the M-step turns a parent's cost into its activation logit.
+    """How the M-step weighs the votes and turns a parent's cost into its
+    activation logit.
 
     The defaults are Procedure 1 as written:
     `logit_j = lambda (beta_a - sum_h cost^h)` with
@@ -43,6 +44,17 @@ class ActivationCost:
       parent types at one position, `(cost_j - mean_k cost_k) / std_k
       cost_k`, so the logits have unit spread whatever the layer.
     - `variance_floor`: added to every `sigma^2`.
+    - `assignment_smoothing` `eps`: every M-step weighs the votes by
+      `(1 - eps) R_ij + eps R0_ij` instead of `R_ij`, where `R0_ij` is the
+      uniform assignment of Procedure 1's line 2. The parent's mean and
+      variance are then those of its votes pooled with `eps / (1 - eps)`
+      times the weights of the first iteration: its first Gaussian acts
+      as a conjugate prior, the usual cure for EM components that
+      collapse. A parent keeps every child with at least `eps` of its
+      uniform share, so it cannot shrink onto one child (whose vote would
+      then have a density of order `1 / floor` and claim the child
+      completely in the next E-step; README "Matrix capsules"). `0` is
+      Procedure 1.
     """
 
     activation_bias_gain: float = 1.0
@@ -50,10 +62,11 @@ class ActivationCost:
     cost_per_mass: bool = False
     standardize_costs: bool = False
     variance_floor: float = VARIANCE_FLOOR
+    assignment_smoothing: float = 0.0
 
     def check(self, op_name):
         """Returns self; raises a ValueError naming `op_name` for a value
-        that is not a number > 0."""
+        out of range."""
         for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
             value = getattr(self, name)
             if isinstance(value, bool) or not (
@@ -63,6 +76,14 @@ class ActivationCost:
                     f"`{op_name}` expects `{name}` to be a number > 0. "
                     f"Received: {value!r}."
                 )
+        smoothing = self.assignment_smoothing
+        if isinstance(smoothing, bool) or not (
+            isinstance(smoothing, numbers.Real) and 0 <= smoothing < 1
+        ):
+            raise ValueError(
+                f"`{op_name}` expects `assignment_smoothing` to be a number "
+                f"in [0, 1) (0 for Procedure 1). Received: {smoothing!r}."
+            )
         return self
 
 
@@ -170,8 +191,8 @@ def em_routing_on_patches(
             parents `k` of the child in that slot.
         cost_options: an `ActivationCost`.
         trace: optional list; each iteration appends its assignments
-            `R_ij` `(batch, P, J, I)` and the means `(batch, P, J, h)` of
-            its M-step.
+            `R_ij` `(batch, P, J, I)` (as the E-step gave them, before any
+            smoothing) and the means `(batch, P, J, h)` of its M-step.
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h))`.
@@ -185,12 +206,17 @@ def em_routing_on_patches(
     votes = votes - offset[..., None, :]
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2.
     zeros = ops.zeros_like(votes[..., 0])
-    routing = ops.exp(zeros - log_normalizer(zeros))
+    uniform = ops.exp(zeros - log_normalizer(zeros))
+    routing = uniform
+    smoothing = cost_options.assignment_smoothing
     num_iterations = inverse_temperatures.shape[0]
     for iteration in range(num_iterations):
+        weights = routing
+        if iteration and smoothing:
+            weights = (1.0 - smoothing) * routing + smoothing * uniform
         logits, means, variances = m_step(
             votes,
-            routing * activations[:, :, None],
+            weights * activations[:, :, None],
             beta_u,
             beta_a,
             inverse_temperatures[iteration],
@@ -300,6 +326,7 @@ def em_routing(
     cost_per_mass=False,
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
+    assignment_smoothing=0.0,
 ):
     """Routes votes with EM (Hinton, Sabour, Frosst 2018, Procedure 1).
 
@@ -330,7 +357,9 @@ def em_routing(
     `logit_j = lambda (activation_bias_gain beta_a - F cost_j)` with
     `F = cost_scale`, `cost_j` without its factor `sum_i R_ij` when
     `cost_per_mass`, standardised across the output capsules when
-    `standardize_costs`, and `variance_floor` added to every `sigma^2`.
+    `standardize_costs`, and `variance_floor` added to every `sigma^2`;
+    `assignment_smoothing` `eps` weighs each M-step after the first by
+    `(1 - eps) R_ij + eps / n_out` instead of `R_ij`.
 
     Args:
         votes: float `(batch, n_in, n_out, h)`.
@@ -345,6 +374,7 @@ def em_routing(
         cost_per_mass: bool. Defaults to `False`.
         standardize_costs: bool. Defaults to `False`.
         variance_floor: float `> 0`. Defaults to `VARIANCE_FLOOR`.
+        assignment_smoothing: float in `[0, 1)`. Defaults to `0.0`.
 
     Returns:
         `(activations, means, variances)`: `(batch, n_out)` activations in
@@ -356,6 +386,7 @@ def em_routing(
         cost_per_mass,
         standardize_costs,
         variance_floor,
+        assignment_smoothing,
     )
     return _dense_routing(
         votes, activations, beta_u, beta_a, inverse_temperatures, mask, options

@@ -68,6 +68,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             "--model=small",
             "--recipe=paper",
             "--variance_floor=5e-4",
+            "--assignment_smoothing=0.5",
             "--class_routing_iterations=2",
             "--margin_schedule=sigmoid",
             "--train_size=32",
@@ -85,6 +86,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         layer = model.get_layer("conv_caps1")
         self.assertEqual(layer.cost_normalization, "none")
         self.assertEqual(layer.variance_floor, 5e-4)
+        self.assertEqual(layer.assignment_smoothing, 0.5)
         self.assertEqual(layer.num_iterations, 3)
         self.assertAllClose(
             layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]

@@ -52,6 +52,11 @@ ACTIVATION_OPTIONS = (
         {"cost_normalization": "per_mass_standardize"},
         {"cost_per_mass": True},
     ),
+    (
+        "standardized_smoothed",
+        {"cost_normalization": "standardize", "assignment_smoothing": 0.8},
+        {"assignment_smoothing": 0.8},
+    ),
 )
 
 
@@ -157,9 +162,15 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
             layers.ConvMatrixCapsules(2, 3)(np.ones((1, 4, 4, 2, 4, 4)))
         with self.assertRaisesRegex(ValueError, "cost_normalization.*'z'"):
             layers.ConvMatrixCapsules(2, cost_normalization="z")
-        for name in ("activation_bias_gain", "variance_floor"):
+        for name in (
+            "activation_bias_gain",
+            "variance_floor",
+            "assignment_smoothing",
+        ):
             with self.assertRaisesRegex(ValueError, f"`{name}`.*-1"):
                 layers.MatrixCapsuleEMRouting(2, **{name: -1})
+        with self.assertRaisesRegex(ValueError, "assignment_smoothing.*1"):
+            layers.ConvMatrixCapsules(2, assignment_smoothing=1)
 
     def test_per_child_cost_needs_a_known_child_count(self):
         layer = layers.MatrixCapsuleEMRouting(3, cost_normalization="per_child")
@@ -175,6 +186,7 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
             activation_bias_gain=50.0,
             cost_normalization="standardize",
             variance_floor=5e-4,
+            assignment_smoothing=0.8,
         )
         config = layers.ConvMatrixCapsules.from_config(
             layer.get_config()
@@ -182,6 +194,11 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(config["activation_bias_gain"], 50.0)
         self.assertEqual(config["cost_normalization"], "standardize")
         self.assertEqual(config["variance_floor"], 5e-4)
+        self.assertEqual(config["assignment_smoothing"], 0.8)
+        # Configs written before the argument existed load as the paper.
+        del config["assignment_smoothing"]
+        layer = layers.ConvMatrixCapsules.from_config(config)
+        self.assertEqual(layer.assignment_smoothing, 0.0)
 
 
 class MatrixCapsuleEMRoutingTest(tf.test.TestCase):

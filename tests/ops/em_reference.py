@@ -27,6 +27,7 @@ def em_reference(
     cost_per_mass=False,
     standardize_groups=None,
     variance_floor=0.0,
+    assignment_smoothing=0.0,
 ):
     """EM routing of one example, float64; by default without variance
     floor and with the activation of Procedure 1 as written.
@@ -45,6 +46,9 @@ def em_reference(
             `F cost_j` is replaced by its z-score among the parents of its
             group (the parent types at one position).
         variance_floor: added to every `sigma^2`.
+        assignment_smoothing: `eps`; every M-step after the first weighs
+            child i by `(1 - eps) R_ij + eps R0_ij` (R0 the uniform first
+            assignment) instead of `R_ij`.
 
     Returns:
         `(a (n_parent,), mu (n_parent, h), sigma2 (n_parent, h))`.
@@ -52,14 +56,20 @@ def em_reference(
     votes = np.asarray(votes, np.float64)
     n_child, n_parent, h = votes.shape
     # Line 2: each child's assignment is uniform over its parents.
-    r = incidence / incidence.sum(axis=1, keepdims=True)
+    r0 = incidence / incidence.sum(axis=1, keepdims=True)
+    r = r0.copy()
     costs = np.zeros(n_parent)
     mu = np.zeros((n_parent, h))
     sigma2 = np.zeros((n_parent, h))
     for t, lam in enumerate(lambdas):
         for j in range(n_parent):  # M-step for one parent
             children = np.flatnonzero(incidence[:, j])
-            rj = r[children, j] * activations[children]
+            share = r[children, j]
+            if t > 0:
+                share = (1 - assignment_smoothing) * share + (
+                    assignment_smoothing * r0[children, j]
+                )
+            rj = share * activations[children]
             total = rj.sum()
             v = votes[children, j]
             mu[j] = (rj[:, None] * v).sum(axis=0) / total

@@ -111,6 +111,7 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             "cost_per_mass": True,
             "standardize_costs": True,
             "variance_floor": 5e-4,
+            "assignment_smoothing": 0.6,
         }
         result = capsule_ops.conv_em_routing(
             votes.astype(dtype),
@@ -136,6 +137,7 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                 cost_per_mass=True,
                 standardize_groups=positions,
                 variance_floor=5e-4,
+                assignment_smoothing=0.6,
             )
             self.assertAllClose(
                 result[0][b],

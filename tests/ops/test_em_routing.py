@@ -52,6 +52,7 @@ COST_OPTIONS = (
     ("standardized", LAMBDAS, {"standardize_costs": True}),
     ("per_mass", (0.02, 0.04, 0.06), {"cost_per_mass": True}),
     ("variance_floor", LAMBDAS, {"variance_floor": 5e-4}),
+    ("assignment_smoothing", LAMBDAS, {"assignment_smoothing": 0.8}),
     (
         "all",
         LAMBDAS,
@@ -61,6 +62,7 @@ COST_OPTIONS = (
             "cost_per_mass": True,
             "standardize_costs": True,
             "variance_floor": 0.01,
+            "assignment_smoothing": 0.5,
         },
     ),
 )
@@ -186,6 +188,43 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         plain = reference(votes, activations, beta_u, beta_a, lambdas, mask)
         self.assertGreater(np.abs(plain[0] - expected[0]).max(), 1e-3)
 
+    def test_smoothing_keeps_parents_from_collapsing_onto_one_child(self):
+        # Four parents; each sees its own child at the centre of the other
+        # three's votes (a ring of radius 3 in the first two entries).
+        # Procedure 1 then gives each parent its own child alone, and the
+        # parent's variance collapses. Smoothing keeps every child in.
+        ring = 2 * np.pi * np.arange(3) / 3
+        votes = np.zeros((1, 4, 4, 16))
+        for parent in range(4):
+            others = [child for child in range(4) if child != parent]
+            votes[0, others, parent, 0] = 3 * np.cos(ring)
+            votes[0, others, parent, 1] = 3 * np.sin(ring)
+        votes += 0.01 * np.random.default_rng(8).normal(size=votes.shape)
+        activations = np.ones((1, 4))
+        betas = np.zeros(4)
+        lambdas = (1e-3, 1e-3, 1e-3)
+
+        def spread(smoothing, iterations=lambdas):
+            variances = capsule_ops.em_routing(
+                votes,
+                activations,
+                betas,
+                betas,
+                iterations,
+                assignment_smoothing=smoothing,
+            )[2]
+            return np.min(np.asarray(variances)[..., :2])
+
+        trace = capsule_ops.em_routing_trace(
+            votes, activations, betas, betas, lambdas
+        )
+        self.assertGreater(np.max(trace[-1][0]), 0.999)  # committed
+        first = spread(0.0, lambdas[:1])  # the uniform assignment's
+        self.assertLess(spread(0.0), 1e-4 * first)
+        # Half the weight of every child stays uniform: the parent keeps
+        # about half of its first spread.
+        self.assertGreater(spread(0.5), 0.4 * first)
+
     def test_standardized_costs_of_identical_parents_stay_finite(self):
         votes = np.ones((2, 5, 3, 16))  # equal costs: zero spread
         outputs, gradients = self._gradients(
@@ -245,6 +284,18 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             with self.assertRaisesRegex(ValueError, f"`{name}`.*Received: 0"):
                 capsule_ops.em_routing(
                     votes, np.ones((2, 3)), 0.0, 0.0, [1.0], **{name: 0}
+                )
+        for smoothing in (1.0, -0.1, True):
+            with self.assertRaisesRegex(
+                ValueError, rf"`assignment_smoothing`.*\[0, 1\).*{smoothing}"
+            ):
+                capsule_ops.em_routing(
+                    votes,
+                    np.ones((2, 3)),
+                    0.0,
+                    0.0,
+                    [1.0],
+                    assignment_smoothing=smoothing,
                 )
         capsule_ops.em_routing(  # NumPy scalars are numbers too
             votes,
