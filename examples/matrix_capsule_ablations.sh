@@ -3,7 +3,9 @@
 # Table 1 of the paper (iterations, coordinate addition, loss) on the
 # paper's recipe, each change that public reimplementations make to
 # Procedure 1's activation alone, and the `standardized` recipe with
-# variations (the `_sigmoid` ones with the official margin schedule).
+# variations (the `unsmoothed` ones and the `_sigmoid` ones, with the
+# official margin schedule, without the assignment smoothing that the
+# recipe gained later, as they were measured).
 # One short run per variant, then one JSON line per run.
 # Usage: bash examples/matrix_capsule_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
 # VARIANTS="name ..." runs only the named variants.
@@ -13,13 +15,17 @@ shift
 mkdir -p "$output_dir"
 paper="--recipe=paper"
 standardized="--recipe=standardized"
-sigmoid="$standardized --margin_schedule=sigmoid"
+unsmoothed="$standardized --assignment_smoothing=0"
+sigmoid="$unsmoothed --margin_schedule=sigmoid"
 per_mass="$sigmoid --cost_normalization=per_mass_standardize"
 variants=(
   "standardized_2_iterations $standardized --routing_iterations=2"
   "standardized_3_iterations $standardized --routing_iterations=3"
-  "conv_2_class_3_iterations $standardized --routing_iterations=2 --class_routing_iterations=3"
-  "conv_3_class_2_iterations $standardized --routing_iterations=3 --class_routing_iterations=2"
+  "unsmoothed_2_iterations $unsmoothed --routing_iterations=2"
+  "unsmoothed_3_iterations $unsmoothed --routing_iterations=3"
+  "conv_2_class_3_iterations $unsmoothed --routing_iterations=2 --class_routing_iterations=3"
+  "conv_3_class_2_iterations $unsmoothed --routing_iterations=3 --class_routing_iterations=2"
+  "conv_1_class_2_iterations $unsmoothed --routing_iterations=1 --class_routing_iterations=2"
   "standardized_sigmoid_2 $sigmoid --routing_iterations=2"
   "standardized_sigmoid_3 $sigmoid --routing_iterations=3"
   "standardized_sigmoid_3_floor_5e-3 $sigmoid --routing_iterations=3 --variance_floor=5e-3"

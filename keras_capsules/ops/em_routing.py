@@ -52,9 +52,9 @@ class ActivationCost:
       as a conjugate prior, the usual cure for EM components that
       collapse. A parent keeps every child with at least `eps` of its
       uniform share, so it cannot shrink onto one child (whose vote would
-      then have a density of order `1 / floor` and claim the child
-      completely in the next E-step; README "Matrix capsules"). `0` is
-      Procedure 1.
+      then have a density that grows as the variance falls to the floor,
+      and claim the child completely in the next E-step; README "Matrix
+      capsules"). `0` is Procedure 1.
     """
 
     activation_bias_gain: float = 1.0
