@@ -51,7 +51,13 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             os.path.join(directory, "matrix_capsnet.keras")
         )
         activations = model(batch.astype(np.float32))
-        self.assertAllClose(served["activations"], activations, atol=1e-5)
+        # The served graph and this eager call sum in different orders, and
+        # the E-step divides by variances near the 5e-4 floor, which
+        # magnifies float32 rounding (1.1e-5 seen at activation 0.76); an
+        # export with other weights differs by orders of magnitude more.
+        self.assertAllClose(
+            served["activations"], activations, rtol=1e-4, atol=1e-5
+        )
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
         self.assertEqual(results["margin_schedule"], "linear")
