@@ -45,6 +45,7 @@ from absl import app, flags
 from examples import distribution, heinsen_training
 from keras_capsules import models, plots, trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
+from keras_capsules.datasets import image_transforms
 
 _DATASET = flags.DEFINE_enum("dataset", "mnist", list(data.DATASETS), "Data.")
 _CANVAS_SIZE = flags.DEFINE_integer(
@@ -61,6 +62,54 @@ _POSE_POSTERIOR = flags.DEFINE_enum(
     "delta",
     list(models.generative_capsules.POSE_POSTERIORS),
     "Delta (MAP) poses, as in the paper, or Gaussian poses.",
+)
+_MAX_SHIFT = flags.DEFINE_integer(
+    "max_shift",
+    0,
+    "Training images are shifted by up to this many pixels along each axis, "
+    "a new shift every epoch (0: centred, the paper's MNIST training set).",
+)
+_TOP_KL_WARMUP_STEPS = flags.DEFINE_integer(
+    "top_kl_warmup_steps",
+    0,
+    "Steps over which the top layer's KL weight rises from 0 to 1.",
+)
+_STOP_GRADIENT = flags.DEFINE_boolean(
+    "stop_gradient_between_layers",
+    False,
+    "The top layer's terms do not train the template encoder (SCAE).",
+)
+_COORDINATE_CHANNELS = flags.DEFINE_boolean(
+    "coordinate_channels",
+    False,
+    "The template encoder's pooled poses see where their parts were found.",
+)
+_NORMALIZE_TOP_INPUTS = flags.DEFINE_boolean(
+    "normalize_top_encoder_inputs",
+    False,
+    "Batch-normalise the template capsules the top encoder reads.",
+)
+_PRESENCE_INFORMATION_WEIGHT = flags.DEFINE_float(
+    "presence_information_weight",
+    0.0,
+    "Adds this multiple of the top presences' information to the bound.",
+)
+_SELECTION_INFORMATION_WEIGHT = flags.DEFINE_float(
+    "selection_information_weight",
+    0.0,
+    "Adds this multiple of the image's information about which parents "
+    "explain its templates to the bound.",
+)
+_INITIAL_POSE_SCALE = flags.DEFINE_float(
+    "initial_pose_scale",
+    None,
+    "Initial std c_ij of predicted template poses (default 1.5 x 0.1).",
+)
+_TEMPLATE_CHANNELS = flags.DEFINE_integer(
+    "template_channels", 32, "Channels of the template encoder's CNN."
+)
+_TEMPERATURE = flags.DEFINE_float(
+    "temperature", 1.0, "Concrete temperature of the relaxed presences."
 )
 _VAE_EPOCHS = flags.DEFINE_integer(
     "vae_epochs", None, "VAE epochs (default: --epochs); 0 skips the VAE."
@@ -109,11 +158,37 @@ _JIT_COMPILE = flags.DEFINE_enum(
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
 
+def training_images(train):
+    """The training images as a dataset of shuffled batches, each image
+    shifted by up to `--max_shift` pixels (new shifts every epoch)."""
+    dataset = tf.data.Dataset.from_tensor_slices(train).shuffle(
+        len(train), seed=_SEED.value, reshuffle_each_iteration=True
+    )
+    dataset = dataset.batch(_BATCH_SIZE.value)
+    if _MAX_SHIFT.value:
+        canvas = train.shape[1]
+        dataset = dataset.map(
+            lambda images: image_transforms.random_translate(
+                images, canvas, _MAX_SHIFT.value
+            )
+        )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
 def fit_capsules(train, test, strategy, model_dir):
     with strategy.scope():
         model = models.generative_capsule_autoencoder(
             image_shape=train.shape[1:],
             pose_posterior=_POSE_POSTERIOR.value,
+            template_channels=_TEMPLATE_CHANNELS.value,
+            coordinate_channels=_COORDINATE_CHANNELS.value,
+            normalize_top_encoder_inputs=_NORMALIZE_TOP_INPUTS.value,
+            presence_information_weight=_PRESENCE_INFORMATION_WEIGHT.value,
+            selection_information_weight=_SELECTION_INFORMATION_WEIGHT.value,
+            initial_pose_scale=_INITIAL_POSE_SCALE.value,
+            top_kl_warmup_steps=_TOP_KL_WARMUP_STEPS.value,
+            stop_gradient_between_layers=_STOP_GRADIENT.value,
+            temperature=_TEMPERATURE.value,
             seed=_SEED.value,
         )
         model.compile(
@@ -121,10 +196,10 @@ def fit_capsules(train, test, strategy, model_dir):
             jit_compile=heinsen_training.use_xla(_JIT_COMPILE.value),
         )
     history = model.fit(
-        train,
-        batch_size=_BATCH_SIZE.value,
+        training_images(train),
         epochs=_EPOCHS.value,
         validation_data=(test,),
+        validation_batch_size=500,
         callbacks=[
             keras.callbacks.BackupAndRestore(
                 os.path.join(model_dir, "backup"),

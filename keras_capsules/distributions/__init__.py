@@ -12,6 +12,9 @@ from keras_capsules.distributions.elbo import capsule_elbo
 from keras_capsules.distributions.generative_capsule_model import (
     GenerativeCapsuleModel,
 )
+from keras_capsules.distributions.layer_information import (
+    layer_information,
+)
 from keras_capsules.distributions.poses import (
     POSE_DIM,
     affine_matrices,
@@ -36,6 +39,7 @@ __all__ = [
     "affine_matrices",
     "alpha_composite",
     "capsule_elbo",
+    "layer_information",
     "pose_deviations",
     "predict_child_poses",
     "relaxed_presence",

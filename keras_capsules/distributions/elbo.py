@@ -1,9 +1,17 @@
 """The evidence lower bound of the generative capsule model (eq. 8)."""
 
+import tensorflow as tf
 import tensorflow_probability as tfp
 
 
-def capsule_elbo(model, images, template_posterior, top_posterior_fn, seed):
+def capsule_elbo(
+    model,
+    images,
+    template_posterior,
+    top_posterior_fn,
+    seed,
+    stop_gradient_between_layers=False,
+):
     """A one-sample estimate of eq. 8, layer by layer (supplementary A).
 
     ```none
@@ -27,19 +35,31 @@ def capsule_elbo(model, images, template_posterior, top_posterior_fn, seed):
             `CapsulePosterior` of the top layer (the amortised set
             encoder, or fixed parameters in free-form inference).
         seed: stateless seed, `(2,)` integers.
+        stop_gradient_between_layers: the template-layer draw enters the
+            top layer's terms (the top encoder and
+            `log p(t^1, A^1 | t^0, A^0)`) as a constant, as in stacked
+            capsule autoencoders (Kosiorek et al., 2019): the template
+            encoder then learns from the reconstruction and its own
+            entropy only, and the top layer models what it finds. The
+            value of the bound is unchanged.
 
     Returns:
         Dict of `(batch,)` tensors: `elbo`, `reconstruction`,
-        `template_kl`, `top_kl` (one-sample estimates of the KL terms).
+        `template_kl`, `top_kl` (one-sample estimates of the KL terms);
+        and the draws `templates` and `top` (event dicts) and the top
+        layer's `top_posterior`.
     """
     template_seed, top_seed = tfp.random.split_seed(seed, 2)
     templates = template_posterior.sample(template_seed)
-    top_posterior = top_posterior_fn(templates)
+    parent_view = templates
+    if stop_gradient_between_layers:
+        parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
+    top_posterior = top_posterior_fn(parent_view)
     top = top_posterior.sample(top_seed)
     reconstruction = model.image_likelihood(templates).log_prob(images)
     template_kl = template_posterior.log_prob(
         templates
-    ) - model.template_conditional(top).log_prob(templates)
+    ) - model.template_conditional(top).log_prob(parent_view)
     top_kl = top_posterior.log_prob(top) - model.top_prior().log_prob(top)
     return {
         "elbo": reconstruction - template_kl - top_kl,
@@ -48,4 +68,5 @@ def capsule_elbo(model, images, template_posterior, top_posterior_fn, seed):
         "top_kl": top_kl,
         "templates": templates,
         "top": top,
+        "top_posterior": top_posterior,
     }

@@ -4,6 +4,7 @@ from keras_capsules.models.capsnet import CapsNet, capsnet
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
     generative_capsule_autoencoder,
+    selection_information,
     top_layer_features,
 )
 from keras_capsules.models.generative_capsules import (
@@ -43,6 +44,7 @@ __all__ = [
     "heinsen_sequence",
     "matrix_capsnet",
     "matrix_capsnet_recipe_settings",
+    "selection_information",
     "small_matrix_capsnet",
     "template_encoder",
     "token_embedder",

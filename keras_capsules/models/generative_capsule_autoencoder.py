@@ -12,6 +12,15 @@ from keras_capsules.models import generative_capsules
 # Pose posterior stds are kept above this (Gaussian poses).
 MIN_POSE_POSTERIOR_SCALE = 1e-3
 
+BOUND_TERMS = ("elbo", "reconstruction", "template_kl", "top_kl")
+# Metric names of `distributions.layer_information` of the top layer.
+TOP_LAYER_MEASURES = {
+    "top_information": "information",
+    "top_presence_information": "presence_information",
+    "top_pose_magnitude": "pose_magnitude",
+    "top_presence_spread": "presence_spread",
+}
+
 
 def _num_replicas():
     return tf.distribute.get_strategy().num_replicas_in_sync
@@ -34,11 +43,40 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         top_encoder: `(batch, n1, 7)` template capsules -> `(batch, n0, p)`
             parameters of `q(t^0, A^0 | t^1, A^1)`.
         pose_posterior: `"delta"` (the paper's default) or `"gaussian"`.
+        top_kl_warmup_steps: int; training weighs the top layer's KL term
+            by `min(1, step / top_kl_warmup_steps)`, so that early in
+            training the top layer is free to encode what the template
+            layer needs before it pays for it (KL annealing; Bowman et
+            al., 2016). 0 (the default) trains the bound throughout.
+            Reported metrics are always the unweighted bound.
+        stop_gradient_between_layers: bool, see `capsule_elbo`.
+            Defaults to False (the paper's single objective).
+        presence_information_weight: float >= 0; training adds this
+            multiple of the top layer's presence information over each
+            batch (`distributions.layer_information`: the mutual
+            information between image and top presences) to the bound.
+            It asks every image for confident presences and the images
+            for different ones: the within- and between-example sparsity
+            pressures of stacked capsule autoencoders (Kosiorek et al.,
+            2019) in one term. 0 (the default) trains the bound alone.
+        selection_information_weight: float >= 0; training adds this
+            multiple of the information between the image and the parent
+            that explains a template, over each batch
+            (`selection_information`): low entropy of the parents'
+            shares of an image's templates, high entropy of their shares
+            over the batch (the posterior sparsity of Kosiorek et al.,
+            2019, on the selection posterior of eq. 9). 0 (the default)
+            trains the bound alone.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
     Metrics: `loss` (the negative bound per image, in nats), `elbo`,
-    `reconstruction`, `template_kl` and `top_kl`.
+    `reconstruction`, `template_kl` and `top_kl`; and what the top layer
+    carries (`distributions.layer_information`): `top_information` and
+    its part `top_presence_information` in nats per image,
+    `top_pose_magnitude` (mean `|A^0|`) and `top_presence_spread` (std of
+    `q(t^0 = 1)` across images). The last four are computed over each
+    batch and averaged over batches.
     """
 
     def __init__(
@@ -47,25 +85,36 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         template_encoder,
         top_encoder,
         pose_posterior="delta",
+        top_kl_warmup_steps=0,
+        stop_gradient_between_layers=False,
+        presence_information_weight=0.0,
+        selection_information_weight=0.0,
         seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if pose_posterior not in generative_capsules.POSE_POSTERIORS:
-            raise ValueError(
-                "`GenerativeCapsuleAutoencoder` expects `pose_posterior` in "
-                f"{generative_capsules.POSE_POSTERIORS}. Received: "
-                f"{pose_posterior!r}."
-            )
+        for name, weight in (
+            ("presence_information_weight", presence_information_weight),
+            ("selection_information_weight", selection_information_weight),
+        ):
+            if not weight >= 0:
+                raise ValueError(
+                    f"`GenerativeCapsuleAutoencoder` expects `{name}` >= 0 "
+                    f"(0: the bound alone). Received: {weight!r}."
+                )
         self.decoder = decoder
         self.template_encoder = template_encoder
         self.top_encoder = top_encoder
         self.pose_posterior = pose_posterior
+        self.top_kl_warmup_steps = int(top_kl_warmup_steps)
+        self.stop_gradient_between_layers = bool(stop_gradient_between_layers)
+        self.presence_information_weight = float(presence_information_weight)
+        self.selection_information_weight = float(selection_information_weight)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
             name: keras.metrics.Mean(name=name)
-            for name in ("elbo", "reconstruction", "template_kl", "top_kl")
+            for name in (*BOUND_TERMS, *TOP_LAYER_MEASURES)
         }
 
     @property
@@ -126,19 +175,54 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             self.template_posterior(images, training=training),
             lambda templates: self.top_posterior(templates, training),
             seed,
+            stop_gradient_between_layers=self.stop_gradient_between_layers,
         )
 
+    def top_kl_weight(self):
+        """The weight of the top layer's KL term in the training loss."""
+        if not self.top_kl_warmup_steps:
+            return 1.0
+        step = ops.cast(self.optimizer.iterations, "float32")
+        return ops.minimum(1.0, step / float(self.top_kl_warmup_steps))
+
     def _update_trackers(self, terms):
-        for name, tracker in self.trackers.items():
-            tracker.update_state(terms[name])
+        for name in BOUND_TERMS:
+            self.trackers[name].update_state(terms[name])
+        top = terms["top_posterior"]
+        measures = distributions.layer_information(
+            top.presence_logits, top.pose_means
+        )
+        for name, key in TOP_LAYER_MEASURES.items():
+            self.trackers[name].update_state(measures[key])
 
     def train_step(self, data):
         images = data[0] if isinstance(data, (tuple, list)) else data
         with tf.GradientTape() as tape:
             terms = self.elbo_terms(images, training=True)
             loss = -ops.mean(terms["elbo"])
+            objective = -ops.mean(
+                terms["reconstruction"]
+                - terms["template_kl"]
+                - self.top_kl_weight() * terms["top_kl"]
+            )
+            if self.presence_information_weight:
+                top = terms["top_posterior"]
+                presence_information = distributions.layer_information(
+                    top.presence_logits, top.pose_means
+                )["presence_information"]
+                objective -= (
+                    self.presence_information_weight * presence_information
+                )
+            if self.selection_information_weight:
+                conditional = self.decoder.generative_model()
+                selections = conditional.template_conditional(
+                    terms["top"]
+                ).selection_posterior(terms["templates"])
+                objective -= self.selection_information_weight * (
+                    selection_information(selections)
+                )
             # Replicas' gradients are summed: each takes its share.
-            replica_loss = loss / _num_replicas()
+            replica_loss = objective / _num_replicas()
         gradients = tape.gradient(replica_loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
         return self._report(loss, terms)
@@ -197,6 +281,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 self.top_encoder
             ),
             "pose_posterior": self.pose_posterior,
+            "top_kl_warmup_steps": self.top_kl_warmup_steps,
+            "stop_gradient_between_layers": self.stop_gradient_between_layers,
+            "presence_information_weight": self.presence_information_weight,
+            "selection_information_weight": self.selection_information_weight,
             "seed": self.seed,
         }
 
@@ -206,6 +294,25 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         for key in ("decoder", "template_encoder", "top_encoder"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def selection_information(selection_posterior):
+    """The information between the image and the parent that explains a
+    random template, over a batch, in nats:
+    `H(mean_x u_x) - mean_x H(u_x)` with `u_x[i] = mean_j p(s_j = i | x)`
+    each parent's share (the dummy parent's included) of image `x`'s
+    templates.
+
+    Args:
+        selection_posterior: `(batch, n_p + 1, n_c)`, from
+            `CapsuleConditional.selection_posterior`.
+    """
+    shares = ops.mean(ops.cast(selection_posterior, "float32"), axis=-1)
+
+    def entropy(p):
+        return -ops.sum(p * ops.log(ops.maximum(p, 1e-12)), axis=-1)
+
+    return entropy(ops.mean(shares, axis=0)) - ops.mean(entropy(shares))
 
 
 def top_layer_features(latents):
@@ -223,11 +330,25 @@ def generative_capsule_autoencoder(
     num_template_capsules=16,
     template_size=12,
     pose_posterior="delta",
+    template_channels=32,
+    coordinate_channels=False,
+    normalize_top_encoder_inputs=False,
+    top_kl_warmup_steps=0,
+    stop_gradient_between_layers=False,
+    presence_information_weight=0.0,
+    selection_information_weight=0.0,
     seed=None,
     **decoder_kwargs,
 ):
     """The paper's configuration (section 4, supplementary B) as a built
-    `GenerativeCapsuleAutoencoder`; `decoder_kwargs` go to
+    `GenerativeCapsuleAutoencoder`.
+
+    `template_channels` and `coordinate_channels` go to
+    `generative_capsules.template_encoder`; `normalize_top_encoder_inputs`
+    to `generative_capsules.top_encoder` (as `normalize_inputs`);
+    `top_kl_warmup_steps`, `stop_gradient_between_layers`,
+    `presence_information_weight` and `selection_information_weight` to
+    the model; `decoder_kwargs` to
     `GenerativeCapsuleDecoder` (pixel noise, temperature, ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
         num_top_capsules=num_top_capsules,
@@ -240,14 +361,23 @@ def generative_capsule_autoencoder(
     model = GenerativeCapsuleAutoencoder(
         decoder,
         generative_capsules.template_encoder(
-            image_shape, num_template_capsules, pose_posterior=pose_posterior
+            image_shape,
+            num_template_capsules,
+            channels=template_channels,
+            pose_posterior=pose_posterior,
+            coordinate_channels=coordinate_channels,
         ),
         generative_capsules.top_encoder(
             num_template_capsules,
             num_top_capsules,
             pose_posterior=pose_posterior,
+            normalize_inputs=normalize_top_encoder_inputs,
         ),
         pose_posterior=pose_posterior,
+        top_kl_warmup_steps=top_kl_warmup_steps,
+        stop_gradient_between_layers=stop_gradient_between_layers,
+        presence_information_weight=presence_information_weight,
+        selection_information_weight=selection_information_weight,
         seed=seed,
     )
     model.build((None, *image_shape))

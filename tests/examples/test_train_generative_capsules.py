@@ -37,6 +37,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             "--free_form_steps=3",
             "--free_form_examples=8",
             "--jit_compile=false",
+            "--max_shift=2",
             f"--model_dir={directory}",
             f"--export_dir={export_dir}",
         )
@@ -54,6 +55,11 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         self.assertIn("t0_free_form", results["free_form"])
         for name in ("templates.png", "reconstructions.png", "history.csv"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
+        with open(os.path.join(directory, "history.csv")) as f:
+            columns = f.readline().strip().split(",")
+        for name in ("top_information", "val_top_information"):
+            self.assertIn(name, columns)
+        self.assertLen(results["history"]["val_top_information"], 3)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
         served = serve_in_fresh_process(
             export_dir, batch.astype(np.float32), directory

@@ -60,3 +60,25 @@ def test_generative_model_samples_and_scores():
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         layers.GenerativeCapsuleDecoder(**kwargs)
+
+
+def test_pose_scales_start_at_the_initial_scale():
+    decoder = layers.GenerativeCapsuleDecoder(
+        num_top_capsules=2, num_template_capsules=3, template_size=4
+    )
+    decoder.build()
+    np.testing.assert_allclose(decoder.pose_scales(), 0.15, rtol=1e-5)
+    decoder = layers.GenerativeCapsuleDecoder(
+        num_top_capsules=2,
+        num_template_capsules=3,
+        template_size=4,
+        min_pose_scale=0.2,
+        initial_pose_scale=0.5,
+    )
+    decoder.build()
+    np.testing.assert_allclose(decoder.pose_scales(), 0.5, rtol=1e-5)
+    assert decoder.get_config()["initial_pose_scale"] == 0.5
+    with pytest.raises(ValueError, match="initial_pose_scale"):
+        layers.GenerativeCapsuleDecoder(
+            min_pose_scale=0.2, initial_pose_scale=0.2
+        )

@@ -84,6 +84,220 @@ def test_free_form_inference_raises_the_bound():
     assert latents["top_poses"].shape == (8, 3, 6)
 
 
+def autoencoder_with_linear_top_encoder(kernel_scale):
+    """A tiny model whose top encoder is one linear map of the flattened
+    template capsules, its kernel scaled by `kernel_scale` (0: the top
+    layer ignores its input; the bias alone sets its posterior)."""
+    base = tiny_autoencoder()
+    capsules = keras.Input((4, 7))
+    dense = keras.layers.Dense(
+        3 * 7,
+        kernel_initializer=keras.initializers.RandomNormal(stddev=kernel_scale),
+        bias_initializer=keras.initializers.RandomNormal(stddev=1.0),
+    )
+    parameters = keras.layers.Reshape((3, 7))(
+        dense(keras.layers.Flatten()(capsules))
+    )
+    model = models.GenerativeCapsuleAutoencoder(
+        base.decoder,
+        base.template_encoder,
+        keras.Model(capsules, parameters),
+        seed=0,
+    )
+    model.build((None, 16, 16, 1))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+def test_top_information_is_zero_for_a_top_layer_that_ignores_its_input():
+    ignoring = autoencoder_with_linear_top_encoder(0.0)
+    using = autoencoder_with_linear_top_encoder(1.0)
+    images = shapes(64)
+    ignored = ignoring.evaluate(
+        images, batch_size=32, verbose=0, return_dict=True
+    )
+    used = using.evaluate(images, batch_size=32, verbose=0, return_dict=True)
+    assert abs(ignored["top_information"]) < 1e-4, ignored
+    assert ignored["top_presence_spread"] < 1e-6, ignored
+    # The constant poses cost something (their bias is not 0) but carry
+    # nothing: the measure does not count them.
+    assert ignored["top_pose_magnitude"] > 0.1, ignored
+    assert used["top_information"] > 1.0, used
+    assert used["top_presence_information"] > 0.05, used
+    assert used["top_presence_spread"] > 0.05, used
+
+
+def test_fit_logs_what_the_top_layer_carries_every_epoch():
+    model = tiny_autoencoder()
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    images = shapes(32)
+    history = model.fit(
+        images, batch_size=16, epochs=2, validation_data=(images,), verbose=0
+    ).history
+    for name in (
+        "top_information",
+        "top_presence_information",
+        "top_pose_magnitude",
+        "top_presence_spread",
+    ):
+        assert len(history[name]) == 2
+        assert len(history["val_" + name]) == 2
+        assert np.all(np.isfinite(history[name]))
+
+
+def test_top_kl_warmup_ramps_its_weight_and_keeps_the_bound_reported():
+    keras.utils.set_random_seed(0)
+    model = models.generative_capsule_autoencoder(
+        image_shape=(16, 16, 1),
+        num_top_capsules=3,
+        num_template_capsules=4,
+        template_size=6,
+        top_kl_warmup_steps=4,
+        seed=0,
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    assert float(model.top_kl_weight()) == 0.0
+    history = model.fit(shapes(32), batch_size=16, epochs=1, verbose=0)
+    assert float(model.top_kl_weight()) == pytest.approx(0.5)
+    # With a zero learning rate the reported loss is the unweighted bound.
+    terms = history.history
+    assert terms["loss"][0] == pytest.approx(-terms["elbo"][0], rel=1e-5)
+    model.fit(shapes(32), batch_size=16, epochs=3, verbose=0)
+    assert float(model.top_kl_weight()) == 1.0
+    with pytest.raises(ValueError, match="top_kl_warmup_steps"):
+        models.GenerativeCapsuleAutoencoder(
+            model.decoder,
+            model.template_encoder,
+            model.top_encoder,
+            top_kl_warmup_steps=-1,
+        )
+
+
+@pytest.mark.parametrize("stop_gradient", [False, True])
+def test_stop_gradient_between_layers_cuts_only_the_top_layers_pull(
+    stop_gradient,
+):
+    model = models.generative_capsule_autoencoder(
+        image_shape=(16, 16, 1),
+        num_top_capsules=3,
+        num_template_capsules=4,
+        template_size=6,
+        stop_gradient_between_layers=stop_gradient,
+        seed=0,
+    )
+    images = shapes(8)
+    seed = tf.constant([5, 6])
+    with tf.GradientTape(persistent=True) as tape:
+        terms = model.elbo_terms(images, seed=seed)
+        top_terms = tf.reduce_mean(terms["top_kl"])
+        reconstruction = tf.reduce_mean(terms["reconstruction"])
+    encoder = model.template_encoder.trainable_variables
+    top_gradients = tape.gradient(top_terms, encoder)
+    reconstruction_gradients = tape.gradient(reconstruction, encoder)
+    pulled = any(
+        g is not None and float(tf.reduce_max(tf.abs(g))) > 0
+        for g in top_gradients
+    )
+    assert pulled is not stop_gradient
+    assert all(g is not None for g in reconstruction_gradients)
+    reference = models.generative_capsule_autoencoder(
+        image_shape=(16, 16, 1),
+        num_top_capsules=3,
+        num_template_capsules=4,
+        template_size=6,
+        seed=0,
+    )
+    reference.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        reference.elbo_terms(images, seed=seed)["elbo"],
+        terms["elbo"],
+        rtol=1e-6,
+    )
+
+
 def test_unknown_pose_posterior_raises():
     with pytest.raises(ValueError, match="pose_posterior"):
         tiny_autoencoder("laplace")
+
+
+def test_normalized_top_encoder_sees_how_images_differ_not_their_offset():
+    rng = np.random.default_rng(0)
+    capsules = rng.normal(0, 0.1, (16, 4, 7)).astype("float32")
+    offset = rng.normal(0, 3, (1, 4, 7)).astype("float32")
+    for normalize in (True, False):
+        keras.utils.set_random_seed(0)
+        encoder = models.generative_capsules.top_encoder(
+            num_template_capsules=4,
+            num_top_capsules=3,
+            hidden_dim=16,
+            num_blocks=1,
+            num_inducing_points=4,
+            code_dim=8,
+            normalize_inputs=normalize,
+        )
+        same = np.allclose(
+            encoder(capsules, training=True),
+            encoder(capsules + offset, training=True),
+            atol=1e-4,
+        )
+        assert same is normalize
+
+
+def test_selection_information_against_numpy():
+    rng = np.random.default_rng(0)
+    posterior = rng.dirichlet(np.ones(4), size=(6, 5)).transpose(0, 2, 1)
+    shares = posterior.mean(-1)  # (batch, parents)
+
+    def entropy(p):
+        return -(p * np.log(p)).sum(-1)
+
+    expected = entropy(shares.mean(0)) - entropy(shares).mean()
+    measured = models.selection_information(posterior)
+    np.testing.assert_allclose(measured, expected, rtol=1e-5)
+    # The same shares in every image: nothing about the image.
+    same = np.repeat(posterior[:1], 6, axis=0)
+    assert abs(float(models.selection_information(same))) < 1e-6
+    # Each image explained by one parent, parents used equally: log 3.
+    one_hot = np.zeros((3, 3, 5))
+    for image in range(3):
+        one_hot[image, image] = 1.0
+    np.testing.assert_allclose(
+        models.selection_information(one_hot),
+        np.log(3),
+        rtol=1e-5,
+    )
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"presence_information_weight": 10.0},
+        {"selection_information_weight": 10.0},
+    ],
+)
+def test_information_bonuses_train_and_round_trip(weights):
+    keras.utils.set_random_seed(0)
+    model = models.generative_capsule_autoencoder(
+        image_shape=(16, 16, 1),
+        num_top_capsules=3,
+        num_template_capsules=4,
+        template_size=6,
+        seed=0,
+        **weights,
+    )
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    restored = models.GenerativeCapsuleAutoencoder.from_config(
+        model.get_config()
+    )
+    for name, weight in weights.items():
+        assert getattr(restored, name) == weight
+    name = next(iter(weights))
+    with pytest.raises(ValueError, match=name):
+        models.GenerativeCapsuleAutoencoder(
+            model.decoder,
+            model.template_encoder,
+            model.top_encoder,
+            **{name: -1.0},
+        )

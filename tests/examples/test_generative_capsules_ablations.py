@@ -1,0 +1,31 @@
+"""The generative-capsule ablation script runs a variant end to end and
+appends one JSON line with the bound, the top layer's information per
+epoch and the probes."""
+
+import json
+import os
+import tempfile
+
+from tests.examples.test_train_capsnet import run_python
+
+
+def test_one_variant_writes_its_line():
+    output = os.path.join(tempfile.mkdtemp(), "ablations.jsonl")
+    run_python(
+        "-m",
+        "examples.generative_capsules_ablations",
+        "--name=tiny",
+        "--train_size=128",
+        "--test_size=64",
+        "--epochs=2",
+        "--normalize_top_encoder_inputs",
+        "--selection_information_weight=1",
+        f"--output={output}",
+    )
+    with open(output) as file:
+        (line,) = file.read().splitlines()
+    result = json.loads(line)
+    assert result["name"] == "tiny"
+    assert len(result["val_top_information"]) == 2
+    assert len(result["elbo"]) == 2
+    assert 0.0 <= result["probe"]["t0"] <= 1.0
