@@ -93,6 +93,21 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if pose_posterior not in generative_capsules.POSE_POSTERIORS:
+            raise ValueError(
+                "`GenerativeCapsuleAutoencoder` expects `pose_posterior` in "
+                f"{generative_capsules.POSE_POSTERIORS}. Received: "
+                f"{pose_posterior!r}."
+            )
+        if not (
+            isinstance(top_kl_warmup_steps, (int, np.integer))
+            and top_kl_warmup_steps >= 0
+        ):
+            raise ValueError(
+                "`GenerativeCapsuleAutoencoder` expects `top_kl_warmup_steps`"
+                " to be an int >= 0 (0: no warm-up). Received: "
+                f"{top_kl_warmup_steps!r}."
+            )
         for name, weight in (
             ("presence_information_weight", presence_information_weight),
             ("selection_information_weight", selection_information_weight),
