@@ -4,8 +4,12 @@ probes (Table 1).
 
 1. Fits the model (16 top capsules, 16 templates of 12x12, amortised
    CNN + set-transformer encoders) by its bound on the training images,
-   centred on a `--canvas_size` canvas. The bound's history per epoch is
-   printed and written to `history.csv`.
+   centred on a `--canvas_size` canvas (or shifted by up to
+   `--max_shift` pixels). The bound's history per epoch is printed and
+   written to `history.csv`, with what the top layer carries
+   (`top_information` and its parts; README, "Is the top layer used?").
+   The flags after `--pose_posterior` switch on the options measured
+   there; their defaults train the paper's bound.
 2. Fits a VAE baseline (10-D latent, 128 hidden units) on the same images.
 3. Linear probes on the top presences `t0` (their logits), on `(t0, A0)`,
    and on the VAE's `(mu, sigma)`, tested on the test images rotated by
