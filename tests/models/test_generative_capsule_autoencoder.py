@@ -301,3 +301,27 @@ def test_information_bonuses_train_and_round_trip(weights):
             model.top_encoder,
             **{name: -1.0},
         )
+
+
+@pytest.mark.parametrize("coordinate_channels", [False, True])
+def test_coordinate_channels_let_template_poses_see_where_parts_are(
+    coordinate_channels,
+):
+    # A blob shifted by 4 pixels (one cell of the stride-4 feature map),
+    # its receptive fields (about 23 pixels) far from the borders: without
+    # coordinates the encoder cannot tell.
+    image = np.zeros((1, 64, 64, 1), "float32")
+    image[0, 28:33, 26:31] = 1.0
+    shifted = np.roll(image, 4, axis=2)
+    keras.utils.set_random_seed(0)
+    encoder = models.generative_capsules.template_encoder(
+        (64, 64, 1), 3, channels=8, coordinate_channels=coordinate_channels
+    )
+    difference = np.abs(encoder(image) - encoder(shifted)).max()
+    # Blind: equal up to float rounding. Seeing: at initialisation the
+    # coordinates enter through small random weights, so the change is
+    # small but far above rounding.
+    if coordinate_channels:
+        assert difference > 1e-5
+    else:
+        assert difference < 1e-6
