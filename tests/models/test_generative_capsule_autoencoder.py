@@ -12,7 +12,8 @@ import tensorflow as tf
 from keras_capsules import datasets, models, trainers
 
 
-def tiny_autoencoder(pose_posterior="delta"):
+def tiny_autoencoder(pose_posterior="delta", **options):
+    """A small model; `options` go to `generative_capsule_autoencoder`."""
     return models.generative_capsule_autoencoder(
         image_shape=(16, 16, 1),
         num_top_capsules=3,
@@ -20,6 +21,7 @@ def tiny_autoencoder(pose_posterior="delta"):
         template_size=6,
         pose_posterior=pose_posterior,
         seed=0,
+        **options,
     )
 
 
@@ -147,14 +149,7 @@ def test_fit_logs_what_the_top_layer_carries_every_epoch():
 
 def test_top_kl_warmup_ramps_its_weight_and_keeps_the_bound_reported():
     keras.utils.set_random_seed(0)
-    model = models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
-        num_top_capsules=3,
-        num_template_capsules=4,
-        template_size=6,
-        top_kl_warmup_steps=4,
-        seed=0,
-    )
+    model = tiny_autoencoder(top_kl_warmup_steps=4)
     model.compile(optimizer=keras.optimizers.SGD(0.0))
     assert float(model.top_kl_weight()) == 0.0
     history = model.fit(shapes(32), batch_size=16, epochs=1, verbose=0)
@@ -177,14 +172,7 @@ def test_top_kl_warmup_ramps_its_weight_and_keeps_the_bound_reported():
 def test_stop_gradient_between_layers_cuts_only_the_top_layers_pull(
     stop_gradient,
 ):
-    model = models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
-        num_top_capsules=3,
-        num_template_capsules=4,
-        template_size=6,
-        stop_gradient_between_layers=stop_gradient,
-        seed=0,
-    )
+    model = tiny_autoencoder(stop_gradient_between_layers=stop_gradient)
     images = shapes(8)
     seed = tf.constant([5, 6])
     with tf.GradientTape(persistent=True) as tape:
@@ -200,13 +188,7 @@ def test_stop_gradient_between_layers_cuts_only_the_top_layers_pull(
     )
     assert pulled is not stop_gradient
     assert all(g is not None for g in reconstruction_gradients)
-    reference = models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
-        num_top_capsules=3,
-        num_template_capsules=4,
-        template_size=6,
-        seed=0,
-    )
+    reference = tiny_autoencoder()
     reference.set_weights(model.get_weights())
     np.testing.assert_allclose(
         reference.elbo_terms(images, seed=seed)["elbo"],
@@ -277,14 +259,7 @@ def test_selection_information_against_numpy():
 )
 def test_information_bonuses_train_and_round_trip(weights):
     keras.utils.set_random_seed(0)
-    model = models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
-        num_top_capsules=3,
-        num_template_capsules=4,
-        template_size=6,
-        seed=0,
-        **weights,
-    )
+    model = tiny_autoencoder(**weights)
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     history = model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
