@@ -51,7 +51,16 @@ _SELECTION = flags.DEFINE_float(
 )
 _TEMPERATURE = flags.DEFINE_float("temperature", 1.0, "Concrete temperature.")
 _INITIAL_POSE_SCALE = flags.DEFINE_float(
-    "initial_pose_scale", 0.15, "c_ij at initialisation (0.7931: softplus 0)."
+    "initial_pose_scale",
+    None,
+    "c_ij at initialisation (default 1.5 x min_pose_scale; 0.7931: softplus"
+    " 0 at the default minimum).",
+)
+_MIN_POSE_SCALE = flags.DEFINE_float(
+    "min_pose_scale", 0.1, "Lower bound of c_ij (paper: 0.1)."
+)
+_REFINEMENT_STEPS = flags.DEFINE_integer(
+    "top_pose_refinement_steps", 0, "EM steps on the top layer's poses."
 )
 _ZERO_OFFSETS = flags.DEFINE_boolean(
     "zero_pose_offsets", False, "Start every M_ij at the identity."
@@ -92,6 +101,8 @@ def main(argv):
         selection_information_weight=_SELECTION.value,
         temperature=_TEMPERATURE.value,
         initial_pose_scale=_INITIAL_POSE_SCALE.value,
+        min_pose_scale=_MIN_POSE_SCALE.value,
+        top_pose_refinement_steps=_REFINEMENT_STEPS.value,
     )
     if _ZERO_OFFSETS.value:
         offsets = model.decoder.pose_offsets

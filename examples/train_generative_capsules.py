@@ -104,10 +104,20 @@ _SELECTION_INFORMATION_WEIGHT = flags.DEFINE_float(
     "Adds this multiple of the image's information about which parents "
     "explain its templates to the bound.",
 )
+_TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
+    "top_pose_refinement_steps",
+    0,
+    "EM steps from the top encoder's poses toward the poses that best "
+    "explain the template poses (0: the encoder's poses, the paper's).",
+)
+_MIN_POSE_SCALE = flags.DEFINE_float(
+    "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
+)
 _INITIAL_POSE_SCALE = flags.DEFINE_float(
     "initial_pose_scale",
     None,
-    "Initial std c_ij of predicted template poses (default 1.5 x 0.1).",
+    "Initial std c_ij of predicted template poses (default 1.5 x "
+    "--min_pose_scale).",
 )
 _TEMPLATE_CHANNELS = flags.DEFINE_integer(
     "template_channels", 32, "Channels of the template encoder's CNN."
@@ -189,6 +199,8 @@ def fit_capsules(train, test, strategy, model_dir):
             normalize_top_encoder_inputs=_NORMALIZE_TOP_INPUTS.value,
             presence_information_weight=_PRESENCE_INFORMATION_WEIGHT.value,
             selection_information_weight=_SELECTION_INFORMATION_WEIGHT.value,
+            top_pose_refinement_steps=_TOP_POSE_REFINEMENT_STEPS.value,
+            min_pose_scale=_MIN_POSE_SCALE.value,
             initial_pose_scale=_INITIAL_POSE_SCALE.value,
             top_kl_warmup_steps=_TOP_KL_WARMUP_STEPS.value,
             stop_gradient_between_layers=_STOP_GRADIENT.value,

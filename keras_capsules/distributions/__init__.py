@@ -15,6 +15,10 @@ from keras_capsules.distributions.generative_capsule_model import (
 from keras_capsules.distributions.layer_information import (
     layer_information,
 )
+from keras_capsules.distributions.parent_poses import (
+    parent_pose_step,
+    refine_parent_poses,
+)
 from keras_capsules.distributions.poses import (
     POSE_DIM,
     affine_matrices,
@@ -40,8 +44,10 @@ __all__ = [
     "alpha_composite",
     "capsule_elbo",
     "layer_information",
+    "parent_pose_step",
     "pose_deviations",
     "predict_child_poses",
+    "refine_parent_poses",
     "relaxed_presence",
     "render_templates",
     "template_image_likelihood",

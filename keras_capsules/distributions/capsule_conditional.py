@@ -125,8 +125,11 @@ class CapsuleConditional(CapsuleLayerDistribution):
         scales = tf.concat([clutter_scale, self._pose_scales], axis=-2)
         return means, scales
 
-    def component_log_probs(self, value):
-        """`log p(t_j, A_j | s_j = i)`: `(..., n_p + 1, n_c)`."""
+    def _component_terms(self, value):
+        """`log p(t_j | s_j = i)` and the log weights of child `j`'s
+        on-pose (eq. 5) and off-pose (eq. 6) given `s_j = i`, each
+        `(..., n_p + 1, n_c)`: a component's log density is the first
+        plus the logsumexp of the other two."""
         presence_value = value[self.presence_key][..., None, :]  # (..., 1, j)
         presence_terms = presences.presence_log_prob(
             presence_value, self._presence_logits, self.temperature
@@ -136,27 +139,45 @@ class CapsuleConditional(CapsuleLayerDistribution):
         on_terms = tf.reduce_sum(
             tfd.Normal(means, scales[..., None]).log_prob(poses), -1
         )
-        off_terms = tf.reduce_sum(
-            tfd.Normal(
-                tf.zeros_like(self._off_pose_scale), self._off_pose_scale
-            ).log_prob(poses),
-            -1,
+        off_terms = tf.broadcast_to(
+            tf.reduce_sum(
+                tfd.Normal(
+                    tf.zeros_like(self._off_pose_scale), self._off_pose_scale
+                ).log_prob(poses),
+                -1,
+            ),
+            tf.shape(on_terms),
         )
         if self.temperature is None:
-            pose_terms = tf.where(presence_value > 0.5, on_terms, off_terms)
+            on = presence_value > 0.5
+            log_zero = tf.constant(presences.LOG_ZERO, on_terms.dtype)
+            on_terms = tf.where(on, on_terms, log_zero)
+            off_terms = tf.where(on, log_zero, off_terms)
         else:
             logits = value[self.presence_key][..., None, :]
-            pose_terms = tf.math.reduce_logsumexp(
-                tf.stack(
-                    [
-                        tf.math.log_sigmoid(logits) + on_terms,
-                        tf.math.log_sigmoid(-logits)
-                        + tf.broadcast_to(off_terms, tf.shape(on_terms)),
-                    ]
-                ),
-                axis=0,
-            )
-        return presence_terms + pose_terms
+            on_terms += tf.math.log_sigmoid(logits)
+            off_terms += tf.math.log_sigmoid(-logits)
+        return presence_terms, on_terms, off_terms
+
+    def component_log_probs(self, value):
+        """`log p(t_j, A_j | s_j = i)`: `(..., n_p + 1, n_c)`."""
+        presence_terms, on_terms, off_terms = self._component_terms(value)
+        return presence_terms + tf.math.reduce_logsumexp(
+            tf.stack([on_terms, off_terms]), axis=0
+        )
+
+    def on_pose_posterior(self, value):
+        """`p(s_j = i, A_j drawn from eq. 5 | t, A)`: `(..., n_p + 1, n_c)`,
+        the selection posterior times the probability that the child's
+        pose came from its parent's prediction rather than the off-pose
+        density (always 1 or 0 for binary presences)."""
+        presence_terms, on_terms, off_terms = self._component_terms(value)
+        joint_on = self.selection_log_probs() + presence_terms + on_terms
+        joint_off = self.selection_log_probs() + presence_terms + off_terms
+        normaliser = tf.math.reduce_logsumexp(
+            tf.stack([joint_on, joint_off]), axis=[0, -2]
+        )
+        return tf.exp(joint_on - normaliser[..., None, :])
 
     def _joint_log_probs(self, value):
         return self.selection_log_probs() + self.component_log_probs(value)

@@ -24,7 +24,7 @@ tfd = tfp.distributions
 
 # log(0) as a finite number: a quarter of the float32 range, so sums of a
 # few such terms stay finite.
-_LOG_ZERO = -0.25 * np.finfo(np.float32).max
+LOG_ZERO = -0.25 * np.finfo(np.float32).max
 
 # Uniform draws are kept this far from 0 and 1 so the Logistic noise
 # log(u) - log(1 - u) is finite (|L| <= 16.6 in float32).
@@ -106,5 +106,5 @@ def log_presences(presence):
     present = presence > 0
     safe = tf.where(present, presence, tf.ones_like(presence))
     return tf.where(
-        present, tf.math.log(safe), tf.constant(_LOG_ZERO, presence.dtype)
+        present, tf.math.log(safe), tf.constant(LOG_ZERO, presence.dtype)
     )

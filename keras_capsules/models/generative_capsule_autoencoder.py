@@ -67,6 +67,14 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             over the batch (the posterior sparsity of Kosiorek et al.,
             2019, on the selection posterior of eq. 9). 0 (the default)
             trains the bound alone.
+        top_pose_refinement_steps: int >= 0; the top layer's poses start
+            where the top encoder puts them and take this many EM steps
+            toward the poses that best explain the template poses under
+            eq. 5 and the prior (`distributions.refine_parent_poses`), in
+            training, evaluation and `encode`. The bound stays a bound
+            (with delta poses the poses are variational parameters). 0
+            (the default, the paper's amortised encoder) uses the
+            encoder's poses.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
@@ -89,6 +97,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         stop_gradient_between_layers=False,
         presence_information_weight=0.0,
         selection_information_weight=0.0,
+        top_pose_refinement_steps=0,
         seed=None,
         **kwargs,
     ):
@@ -108,6 +117,15 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 " to be an int >= 0 (0: no warm-up). Received: "
                 f"{top_kl_warmup_steps!r}."
             )
+        if not (
+            isinstance(top_pose_refinement_steps, (int, np.integer))
+            and top_pose_refinement_steps >= 0
+        ):
+            raise ValueError(
+                "`GenerativeCapsuleAutoencoder` expects "
+                "`top_pose_refinement_steps` to be an int >= 0 (0: the "
+                f"encoder's poses). Received: {top_pose_refinement_steps!r}."
+            )
         for name, weight in (
             ("presence_information_weight", presence_information_weight),
             ("selection_information_weight", selection_information_weight),
@@ -125,6 +143,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self.stop_gradient_between_layers = bool(stop_gradient_between_layers)
         self.presence_information_weight = float(presence_information_weight)
         self.selection_information_weight = float(selection_information_weight)
+        self.top_pose_refinement_steps = int(top_pose_refinement_steps)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
@@ -168,12 +187,22 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         return ops.concatenate([presences[..., None], templates["pose"]], -1)
 
     def top_posterior(self, templates, training=False):
-        """`q(t^0, A^0 | t^1, A^1)` of a template-layer event."""
-        return self.posterior_from_parameters(
+        """`q(t^0, A^0 | t^1, A^1)` of a template-layer event (poses
+        refined, see `top_pose_refinement_steps`)."""
+        posterior = self.posterior_from_parameters(
             self.top_encoder(
                 self.template_capsules(templates), training=training
             )
         )
+        if not self.top_pose_refinement_steps:
+            return posterior
+        posterior.pose_means = distributions.refine_parent_poses(
+            self.decoder.generative_model(),
+            posterior.mode(),
+            templates,
+            self.top_pose_refinement_steps,
+        )
+        return posterior
 
     # The bound ---------------------------------------------------------
 
@@ -300,6 +329,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             "stop_gradient_between_layers": self.stop_gradient_between_layers,
             "presence_information_weight": self.presence_information_weight,
             "selection_information_weight": self.selection_information_weight,
+            "top_pose_refinement_steps": self.top_pose_refinement_steps,
             "seed": self.seed,
         }
 
@@ -352,6 +382,7 @@ def generative_capsule_autoencoder(
     stop_gradient_between_layers=False,
     presence_information_weight=0.0,
     selection_information_weight=0.0,
+    top_pose_refinement_steps=0,
     seed=None,
     **decoder_kwargs,
 ):
@@ -362,8 +393,8 @@ def generative_capsule_autoencoder(
     `generative_capsules.template_encoder`; `normalize_top_encoder_inputs`
     to `generative_capsules.top_encoder` (as `normalize_inputs`);
     `top_kl_warmup_steps`, `stop_gradient_between_layers`,
-    `presence_information_weight` and `selection_information_weight` to
-    the model; `decoder_kwargs` to
+    `presence_information_weight`, `selection_information_weight` and
+    `top_pose_refinement_steps` to the model; `decoder_kwargs` to
     `GenerativeCapsuleDecoder` (pixel noise, temperature, ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
         num_top_capsules=num_top_capsules,
@@ -393,6 +424,7 @@ def generative_capsule_autoencoder(
         stop_gradient_between_layers=stop_gradient_between_layers,
         presence_information_weight=presence_information_weight,
         selection_information_weight=selection_information_weight,
+        top_pose_refinement_steps=top_pose_refinement_steps,
         seed=seed,
     )
     model.build((None, *image_shape))

@@ -88,6 +88,55 @@ def test_selection_posterior_matches_bayes_rule():
         np.testing.assert_allclose(posterior[:, j], joint / joint.sum())
 
 
+@pytest.mark.parametrize("temperature", [None, 0.7])
+def test_on_pose_posterior_matches_bayes_rule(temperature):
+    # p(s_j = i, pose from eq. 5 | t, A): the on-pose share of each
+    # component's density, over the density summed over components.
+    rng = np.random.default_rng(5)
+    params = random_params(rng, 2, 3, 2)
+    parents = np.array([1.0, 0.4])
+    conditional = make_conditional(params, parents, temperature)
+    if temperature is None:
+        presences = np.array([1.0, 0.0, 1.0])
+    else:
+        presences = np.array([2.5, -1.0, 0.3])
+    poses = rng.normal(size=(3, 2))
+    posterior = conditional.on_pose_posterior(
+        {conditional.presence_key: presences, "pose": poses}
+    ).numpy()
+    pi = reference.selection_probabilities(
+        parents, params["affinities"], params["clutter_affinity"]
+    )
+    for j in range(3):
+        total, on = 0.0, np.zeros(3)
+        for i in range(3):
+            total += pi[i, j] * reference.component_density(
+                presences[j], poses[j], i, j, params, temperature
+            )
+            mean = (
+                np.zeros(2) if i == 0 else params["pose_predictions"][i - 1, j]
+            )
+            scale = (
+                params["clutter_pose_scale"]
+                if i == 0
+                else params["pose_scales"][i - 1, j]
+            )
+            density = np.prod(reference.normal_pdf(poses[j], mean, scale))
+            gamma_logit = params["presence_logits"][i, j]
+            if temperature is None:
+                on[i] = presences[j] * reference.sigmoid(gamma_logit) * density
+            else:
+                on[i] = (
+                    reference.logistic_pdf(
+                        presences[j], gamma_logit / temperature, 1 / temperature
+                    )
+                    * reference.sigmoid(presences[j])
+                    * density
+                )
+            on[i] *= pi[i, j]
+        np.testing.assert_allclose(posterior[:, j], on / total, rtol=1e-10)
+
+
 def test_shapes_broadcast_batch_axes():
     rng = np.random.default_rng(2)
     params = random_params(rng, 2, 4, 6)

@@ -20,6 +20,7 @@ def test_one_variant_writes_its_line():
         "--epochs=2",
         "--normalize_top_encoder_inputs",
         "--selection_information_weight=1",
+        "--top_pose_refinement_steps=1",
         f"--output={output}",
     )
     with open(output) as file:

@@ -38,6 +38,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             "--free_form_examples=8",
             "--jit_compile=false",
             "--max_shift=2",
+            "--top_pose_refinement_steps=2",
             f"--model_dir={directory}",
             f"--export_dir={export_dir}",
         )

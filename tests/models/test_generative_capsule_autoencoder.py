@@ -255,9 +255,10 @@ def test_selection_information_against_numpy():
     [
         {"presence_information_weight": 10.0},
         {"selection_information_weight": 10.0},
+        {"top_pose_refinement_steps": 2},
     ],
 )
-def test_information_bonuses_train_and_round_trip(weights):
+def test_training_options_train_and_round_trip(weights):
     keras.utils.set_random_seed(0)
     model = tiny_autoencoder(**weights)
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
