@@ -77,6 +77,7 @@ _REPORTED = (
     "val_top_presence_information",
     "val_top_pose_magnitude",
     "val_top_presence_spread",
+    "val_top_explained",
 )
 
 

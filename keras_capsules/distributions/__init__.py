@@ -13,6 +13,7 @@ from keras_capsules.distributions.generative_capsule_model import (
     GenerativeCapsuleModel,
 )
 from keras_capsules.distributions.layer_information import (
+    explained_by_parents,
     layer_information,
 )
 from keras_capsules.distributions.parent_poses import (
@@ -43,6 +44,7 @@ __all__ = [
     "affine_matrices",
     "alpha_composite",
     "capsule_elbo",
+    "explained_by_parents",
     "layer_information",
     "parent_pose_step",
     "pose_deviations",

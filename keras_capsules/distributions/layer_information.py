@@ -68,3 +68,38 @@ def layer_information(presence_logits, pose_means):
         "pose_magnitude": ops.mean(ops.abs(poses)),
         "presence_spread": ops.mean(ops.std(presences, axis=0)),
     }
+
+
+def explained_by_parents(model, top, templates):
+    """What a top layer's image-specific state buys the layer below, in
+    nats per image: the mean over images of
+
+    ```none
+    log p(t^1, A^1 | t^0, A^0) - log p(t^1, A^1 | mean_x t^0, mean_x A^0)
+    ```
+
+    with the top layer's event replaced, on the right, by its mean over
+    the images (relaxed presences as their logits). It is 0 exactly when
+    every image gets the same top-layer event, and large when the
+    parents predict their children well only with each image's own
+    state. Unlike `layer_information` it does not depend on what the
+    prior charges for a pose, so delta poses that explain their
+    children are counted.
+
+    Args:
+        model: a `GenerativeCapsuleModel`.
+        top: a top-layer event for a batch of images.
+        templates: the template-layer event of the same images.
+
+    Returns:
+        A scalar.
+    """
+    shared = {
+        key: ops.broadcast_to(
+            ops.mean(value, axis=0, keepdims=True), ops.shape(value)
+        )
+        for key, value in top.items()
+    }
+    own = model.template_conditional(top).log_prob(templates)
+    common = model.template_conditional(shared).log_prob(templates)
+    return ops.mean(own - common)

@@ -83,7 +83,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
     carries (`distributions.layer_information`): `top_information` and
     its part `top_presence_information` in nats per image,
     `top_pose_magnitude` (mean `|A^0|`) and `top_presence_spread` (std of
-    `q(t^0 = 1)` across images). The last four are computed over each
+    `q(t^0 = 1)` across images); and `top_explained`
+    (`distributions.explained_by_parents` at the top posterior's mode:
+    what the top layer's image-specific state adds to
+    `log p(t^1, A^1 | t^0, A^0)`). The last five are computed over each
     batch and averaged over batches.
     """
 
@@ -148,7 +151,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
             name: keras.metrics.Mean(name=name)
-            for name in (*BOUND_TERMS, *TOP_LAYER_MEASURES)
+            for name in (*BOUND_TERMS, *TOP_LAYER_MEASURES, "top_explained")
         }
 
     @property
@@ -238,6 +241,11 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         )
         for name, key in TOP_LAYER_MEASURES.items():
             self.trackers[name].update_state(measures[key])
+        self.trackers["top_explained"].update_state(
+            distributions.explained_by_parents(
+                self.decoder.generative_model(), top.mode(), terms["templates"]
+            )
+        )
 
     def train_step(self, data):
         images = data[0] if isinstance(data, (tuple, list)) else data

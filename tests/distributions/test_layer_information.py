@@ -4,8 +4,9 @@ posterior."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from keras_capsules import distributions
+from keras_capsules import distributions, layers
 
 
 def bernoulli_kl(q, r):
@@ -83,3 +84,54 @@ def test_all_images_certain_of_the_same_presence_carry_nothing(value):
     measured = distributions.layer_information(logits, np.zeros((8, 3, 6)))
     assert np.isfinite(float(measured["presence_information"]))
     assert abs(float(measured["presence_information"])) < 1e-4
+
+
+def conditional_model():
+    decoder = layers.GenerativeCapsuleDecoder(
+        num_top_capsules=3,
+        num_template_capsules=5,
+        template_size=4,
+        image_shape=(8, 8, 1),
+    )
+    decoder.build()
+    return decoder.generative_model()
+
+
+def test_explained_by_parents_is_zero_when_every_image_shares_its_parents():
+    model = conditional_model()
+    rng = np.random.default_rng(7)
+    top = {
+        "presence_logit": tf.constant(
+            np.tile(rng.normal(0, 2, (1, 3)), (8, 1)), tf.float32
+        ),
+        "pose": tf.constant(
+            np.tile(rng.normal(0, 0.5, (1, 3, 6)), (8, 1, 1)), tf.float32
+        ),
+    }
+    templates = {
+        "presence_logit": tf.constant(rng.normal(0, 3, (8, 5)), tf.float32),
+        "pose": tf.constant(rng.normal(0, 0.5, (8, 5, 6)), tf.float32),
+    }
+    explained = distributions.explained_by_parents(model, top, templates)
+    np.testing.assert_allclose(explained, 0.0, atol=1e-4)
+
+
+def test_explained_by_parents_counts_poses_that_predict_their_children():
+    # Children drawn from each image's own parents: the parents' own poses
+    # predict them (std c_ij = 0.15) far better than the poses averaged
+    # over the images, which are about 0.5 away (the off-pose density
+    # caps what a badly predicted child costs; 41 nats here).
+    model = conditional_model()
+    rng = np.random.default_rng(8)
+    top = {
+        "presence_logit": tf.fill((64, 3), 6.0),
+        "pose": tf.constant(rng.normal(0, 0.5, (64, 3, 6)), tf.float32),
+    }
+    templates = model.template_conditional(top).sample(seed=(1, 2))
+    explained = distributions.explained_by_parents(model, top, templates)
+    assert explained > 20.0, explained
+    # The prior-cost measure sees only 0.5 x 0.25 per pose entry (2.25).
+    information = distributions.layer_information(
+        top["presence_logit"], top["pose"]
+    )["pose_information"]
+    assert information < explained / 5, (information, explained)
