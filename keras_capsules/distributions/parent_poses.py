@@ -48,9 +48,8 @@ def parent_pose_step(selection_weights, pose_offsets, child_poses):
         `(..., n_p, 6)` parent pose deviations `A_i`.
     """
     offsets = pose_lib.affine_matrices(pose_offsets)  # (i, j, 3, 3)
-    children = pose_lib.affine_matrices(child_poses)[
-        ..., :2, :
-    ]  # (.., j, 2, 3)
+    # The two free rows of each child's matrix: (..., j, 2, 3).
+    children = pose_lib.affine_matrices(child_poses)[..., :2, :]
     gram = tf.einsum(
         "...ij,ijpq,ijrq->...ipr", selection_weights, offsets, offsets
     )
