@@ -172,8 +172,9 @@ class CapsuleConditional(CapsuleLayerDistribution):
         pose came from its parent's prediction rather than the off-pose
         density (always 1 or 0 for binary presences)."""
         presence_terms, on_terms, off_terms = self._component_terms(value)
-        joint_on = self.selection_log_probs() + presence_terms + on_terms
-        joint_off = self.selection_log_probs() + presence_terms + off_terms
+        shared = self.selection_log_probs() + presence_terms
+        joint_on = shared + on_terms
+        joint_off = shared + off_terms
         normaliser = tf.math.reduce_logsumexp(
             tf.stack([joint_on, joint_off]), axis=[0, -2]
         )

@@ -3,18 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_capsules import distributions, layers
-
-
-def tiny_model():
-    decoder = layers.GenerativeCapsuleDecoder(
-        num_top_capsules=2,
-        num_template_capsules=3,
-        template_size=4,
-        image_shape=(8, 8, 1),
-    )
-    decoder.build()
-    return decoder
+from keras_capsules import distributions
+from tests.distributions.tiny_decoder import tiny_decoder
 
 
 def posteriors(rng, scales):
@@ -30,7 +20,7 @@ def posteriors(rng, scales):
 
 
 def test_elbo_is_log_joint_minus_log_q_at_its_draws():
-    decoder = tiny_model()
+    decoder = tiny_decoder(num_top_capsules=2, num_template_capsules=3)
     model = decoder.generative_model()
     rng = np.random.default_rng(0)
     images = rng.uniform(size=(2, 8, 8, 1)).astype("float32")
@@ -47,7 +37,7 @@ def test_elbo_is_log_joint_minus_log_q_at_its_draws():
 
 
 def test_elbo_gradients_are_finite():
-    decoder = tiny_model()
+    decoder = tiny_decoder(num_top_capsules=2, num_template_capsules=3)
     rng = np.random.default_rng(1)
     images = rng.uniform(size=(2, 8, 8, 1)).astype("float32")
     q_templates, q_top = posteriors(rng, scales=True)

@@ -2,12 +2,12 @@
 the posterior's KL to the prior minus that of the best image-independent
 posterior."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_capsules import distributions, layers
+from keras_capsules import distributions
+from tests.distributions.tiny_decoder import tiny_decoder
 
 
 def bernoulli_kl(q, r):
@@ -87,20 +87,8 @@ def test_all_images_certain_of_the_same_presence_carry_nothing(value):
     assert abs(float(measured["presence_information"])) < 1e-4
 
 
-def conditional_model():
-    keras.utils.set_random_seed(0)  # the decoder's random offsets
-    decoder = layers.GenerativeCapsuleDecoder(
-        num_top_capsules=3,
-        num_template_capsules=5,
-        template_size=4,
-        image_shape=(8, 8, 1),
-    )
-    decoder.build()
-    return decoder.generative_model()
-
-
 def test_explained_by_parents_is_zero_when_every_image_shares_its_parents():
-    model = conditional_model()
+    model = tiny_decoder().generative_model()
     rng = np.random.default_rng(7)
     top = {
         "presence_logit": tf.constant(
@@ -123,7 +111,7 @@ def test_explained_by_parents_counts_poses_that_predict_their_children():
     # predict them (std c_ij = 0.15) far better than the poses averaged
     # over the images, which are about 0.5 away (the off-pose density
     # caps what a badly predicted child costs; 41 nats here).
-    model = conditional_model()
+    model = tiny_decoder().generative_model()
     rng = np.random.default_rng(8)
     top = {
         "presence_logit": tf.fill((64, 3), 6.0),

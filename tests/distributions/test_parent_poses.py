@@ -1,11 +1,11 @@
 """Parent-pose EM steps against a NumPy least-squares solve written from
 eq. 5 and the prior (eq. 2), and their effect on the objective."""
 
-import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_capsules import distributions, layers
+from keras_capsules import distributions
+from tests.distributions.tiny_decoder import tiny_decoder
 
 
 def affine(deviation):
@@ -89,17 +89,9 @@ def objective(model, top, templates):
     )
 
 
-def random_model_and_layers(seed):
-    keras.utils.set_random_seed(seed)  # the decoder's random offsets
-    decoder = layers.GenerativeCapsuleDecoder(
-        num_top_capsules=3,
-        num_template_capsules=5,
-        template_size=4,
-        image_shape=(8, 8, 1),
-        min_pose_scale=0.3,  # children within reach of the on-pose
-    )
-    decoder.build()
-    model = decoder.generative_model()
+def decoder_and_layers(seed, **options):
+    """A tiny decoder (`options` to it) and random top and template events."""
+    decoder = tiny_decoder(seed, **options)
     rng = np.random.default_rng(seed)
     top = {
         "presence_logit": tf.constant(rng.normal(2, 2, (6, 3)), tf.float32),
@@ -111,11 +103,13 @@ def random_model_and_layers(seed):
         "presence_logit": tf.fill((6, 5), 12.0),
         "pose": tf.constant(rng.normal(0, 0.3, (6, 5, 6)), tf.float32),
     }
-    return model, top, templates
+    return decoder, top, templates
 
 
 def test_refinement_never_lowers_the_objective_when_children_are_on():
-    model, top, templates = random_model_and_layers(3)
+    # Children within reach of the on-pose.
+    decoder, top, templates = decoder_and_layers(3, min_pose_scale=0.3)
+    model = decoder.generative_model()
     values = [objective(model, top, templates)]
     poses = top["pose"]
     for _ in range(4):
@@ -129,14 +123,7 @@ def test_refinement_never_lowers_the_objective_when_children_are_on():
 
 
 def test_refinement_gives_finite_gradients_to_generative_parameters():
-    decoder = layers.GenerativeCapsuleDecoder(
-        num_top_capsules=3,
-        num_template_capsules=5,
-        template_size=4,
-        image_shape=(8, 8, 1),
-    )
-    decoder.build()
-    _, top, templates = random_model_and_layers(4)
+    decoder, top, templates = decoder_and_layers(4)
     with tf.GradientTape() as tape:
         model = decoder.generative_model()
         poses = distributions.refine_parent_poses(model, top, templates, 3)
