@@ -263,7 +263,8 @@ def probe(train_features, train_labels, test_features, labels):
 
 
 def free_form_effect(model, probe_images, probe_labels, test_sets):
-    """The `t0` probe on amortised and on test-time-inferred latents.
+    """The `t0` and `(t0, A0)` probes on amortised and on
+    test-time-inferred latents.
 
     Each probe learns from `--free_form_examples` training images whose
     latents were inferred the same way as its test sets' (amortised, or
@@ -274,11 +275,11 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
     amortised, free_form, labels, bounds = {}, {}, {}, {}
     for name, (images, set_labels) in sets.items():
         images, labels[name] = images[:count], set_labels[:count]
-        amortised[name] = models.top_layer_features(model.encode(images))["t0"]
+        amortised[name] = models.top_layer_features(model.encode(images))
         latents, history = trainers.free_form_inference(
             model, images, num_steps=_FREE_FORM_STEPS.value, seed=_SEED.value
         )
-        free_form[name] = models.top_layer_features(latents)["t0"]
+        free_form[name] = models.top_layer_features(latents)
         bounds[name] = {  # one-sample estimates: average the last 5
             "before": round(history[0], 1),
             "after": round(float(np.mean(history[-5:])), 1),
@@ -286,13 +287,20 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         print(f"free form {name}: bound {bounds[name]}", flush=True)
     train_labels = labels.pop("train")
 
-    def probe_on(features):
-        train = features.pop("train")
-        return probe(train, train_labels, features, labels)
+    def probe_on(features, kind):
+        by_set = {name: value[kind] for name, value in features.items()}
+        train = by_set.pop("train")
+        return probe(train, train_labels, by_set, labels)
 
     return {
-        "t0_amortised": probe_on(amortised),
-        "t0_free_form": probe_on(free_form),
+        **{
+            f"{kind}_{way}": probe_on(features, kind)
+            for kind in ("t0", "t0_A0")
+            for way, features in (
+                ("amortised", amortised),
+                ("free_form", free_form),
+            )
+        },
         "bound_per_image": bounds,
         "examples": count,
         "steps": _FREE_FORM_STEPS.value,

@@ -192,11 +192,18 @@ class GenerativeCapsuleAutoencoder(keras.Model):
     def top_posterior(self, templates, training=False):
         """`q(t^0, A^0 | t^1, A^1)` of a template-layer event (poses
         refined, see `top_pose_refinement_steps`)."""
-        posterior = self.posterior_from_parameters(
+        return self.top_posterior_from_parameters(
             self.top_encoder(
                 self.template_capsules(templates), training=training
-            )
+            ),
+            templates,
         )
+
+    def top_posterior_from_parameters(self, parameters, templates):
+        """The top layer's `CapsulePosterior` from `(batch, n0, p)`
+        parameters, its poses refined toward `templates` (a template-layer
+        event) when `top_pose_refinement_steps` > 0."""
+        posterior = self.posterior_from_parameters(parameters)
         if not self.top_pose_refinement_steps:
             return posterior
         posterior.pose_means = distributions.refine_parent_poses(

@@ -20,7 +20,10 @@ def free_form_inference(
     variational parameters, initialised at the encoders' output, and
     `num_steps` Adam steps maximise the one-sample bound (eq. 8) with the
     generative parameters held fixed. The selections stay summed out, so
-    each step is one sweep of an EM algorithm (section 2.4).
+    each step is one sweep of an EM algorithm (section 2.4). A model with
+    `top_pose_refinement_steps` keeps computing its top poses: the free
+    parameters are where its EM steps start, at every step and in the
+    returned latents, as in training.
 
     Args:
         autoencoder: a trained `GenerativeCapsuleAutoencoder`.
@@ -65,7 +68,9 @@ def free_form_inference(
                 model,
                 images,
                 autoencoder.posterior_from_parameters(template_parameters),
-                lambda _: autoencoder.posterior_from_parameters(top_parameters),
+                lambda templates: autoencoder.top_posterior_from_parameters(
+                    top_parameters, templates
+                ),
                 step_seed,
             )
             elbo = tf.reduce_mean(terms["elbo"])
@@ -79,10 +84,10 @@ def free_form_inference(
         float(step(tf.constant([seed, index], tf.int32)))
         for index in range(num_steps)
     ]
-    return (
-        autoencoder.latents(
-            autoencoder.posterior_from_parameters(template_parameters),
-            autoencoder.posterior_from_parameters(top_parameters),
-        ),
-        history,
+    template_posterior = autoencoder.posterior_from_parameters(
+        template_parameters
     )
+    top_posterior = autoencoder.top_posterior_from_parameters(
+        top_parameters, template_posterior.mode()
+    )
+    return autoencoder.latents(template_posterior, top_posterior), history
