@@ -10,15 +10,51 @@ import tensorflow as tf
 
 from keras_capsules import recipes
 
+OPTIMIZERS = ("radam", "adam")
+BETA_1_SCHEDULES = {
+    "author": recipes.AUTHOR_BETA_1,
+    "paper_text": recipes.PAPER_TEXT_BETA_1,
+}
 
-def compile_classifier(model, total_steps, peak_learning_rate, jit_compile):
-    """RAdam on one cycle (lr 1e-5 -> peak, beta_1 0.999 -> 0.8991, over
-    10% of the steps, cosine back), cross-entropy on the softmax of the
-    output scores, accuracy."""
+
+def compile_classifier(
+    model,
+    total_steps,
+    peak_learning_rate,
+    jit_compile,
+    optimizer="radam",
+    beta_1_schedule="author",
+    start_learning_rate=1e-5,
+):
+    """Compiles for cross-entropy on the softmax of the output scores,
+    with accuracy.
+
+    The learning rate follows one cycle (`start_learning_rate` -> peak
+    over 10% of the steps, cosine back). `optimizer="radam"` is the
+    paper's: RAdam, its `beta_1` on the same cycle, 0.9 -> 0.81 -> 0.9 as
+    the author's code (`beta_1_schedule="author"`) or 0.999 -> 0.8991 ->
+    0.999 as the paper's text (`"paper_text"`). `"adam"`: Adam with
+    Keras's constant betas.
+    """
+    if optimizer not in OPTIMIZERS or beta_1_schedule not in BETA_1_SCHEDULES:
+        raise ValueError(
+            f"`compile_classifier` expects `optimizer` in {OPTIMIZERS} and "
+            f"`beta_1_schedule` in {tuple(BETA_1_SCHEDULES)}. Received: "
+            f"optimizer={optimizer!r}, beta_1_schedule={beta_1_schedule!r}."
+        )
+    learning_rate = (start_learning_rate, peak_learning_rate)
+    if optimizer == "radam":
+        optimizer = recipes.one_cycle_radam(
+            total_steps,
+            learning_rate=learning_rate,
+            beta_1=BETA_1_SCHEDULES[beta_1_schedule],
+        )
+    else:
+        optimizer = keras.optimizers.Adam(
+            recipes.OneCycle(total_steps, *learning_rate)
+        )
     model.compile(
-        optimizer=recipes.one_cycle_radam(
-            total_steps, learning_rate=(1e-5, peak_learning_rate)
-        ),
+        optimizer=optimizer,
         loss=keras.losses.CategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,

@@ -5,7 +5,11 @@ from keras import ops
 
 from keras_capsules.layers import validation
 from keras_capsules.layers.masks import combined_input_mask
-from keras_capsules.ops.heinsen_routing import heinsen_routing
+from keras_capsules.ops.heinsen_routing import (
+    DEFAULT_EPSILON,
+    check_epsilon,
+    heinsen_routing,
+)
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 
 _INPUT_COUNTS = ("fixed", "variable")
@@ -53,6 +57,9 @@ class HeinsenRouting(keras.layers.Layer):
         kernel_initializer: initializer of `W` (and `A`). Defaults to a
             normal of standard deviation `1 / d_in`.
         kernel_regularizer: optional regularizer of `W` (and `A`).
+        epsilon: positive float added to the use totals and the variances
+            (see `ops.heinsen_routing`). Defaults to 1e-5, the author's
+            code's value.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -85,9 +92,12 @@ class HeinsenRouting(keras.layers.Layer):
         tie_betas=False,
         kernel_initializer=None,
         kernel_regularizer=None,
+        epsilon=DEFAULT_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_epsilon(self.name, epsilon)
+        self.epsilon = float(epsilon)
         self.num_capsules = num_capsules
         self.capsule_dim = capsule_dim
         self.num_iterations = num_iterations
@@ -217,6 +227,7 @@ class HeinsenRouting(keras.layers.Layer):
                 self.num_iterations,
                 mask=mask,
                 output_mask=mask if self.variable_outputs else None,
+                epsilon=self.epsilon,
             )
         else:
             output_scores, means, variances = heinsen_routing(
@@ -227,6 +238,7 @@ class HeinsenRouting(keras.layers.Layer):
                 self.num_iterations,
                 mask=mask,
                 output_mask=mask if self.variable_outputs else None,
+                epsilon=self.epsilon,
             )
         return [
             ops.cast(output_scores, self.compute_dtype),
@@ -321,4 +333,5 @@ class HeinsenRouting(keras.layers.Layer):
             "kernel_regularizer": keras.regularizers.serialize(
                 self.kernel_regularizer
             ),
+            "epsilon": self.epsilon,
         }

@@ -6,16 +6,28 @@ from keras import ops
 
 from keras_capsules.ops.arguments import check_num_iterations
 
-# Added to the output variances before the Gaussian log-density, and to the
-# use-weighted totals before dividing by them: keeps identical votes (zero
-# variance) and all-masked inputs finite; far below the variances of
-# routed votes.
-_VARIANCE_EPSILON = 1e-9
-_TOTAL_EPSILON = 1e-9
+# Added to the use-weighted totals before dividing by them, and to the
+# output variances: keeps identical votes (zero variance) and all-masked
+# inputs finite. The author's code (glassroom/heinsen_routing, `eps`)
+# uses 1e-5 for both; the paper's text names none.
+DEFAULT_EPSILON = 1e-5
 # Stands in for the log-probability of a masked output capsule in the
 # E-step's softmax; finite, so that a sample with no output left stays
 # free of NaN.
 _MASKED_LOGIT = -1e9
+
+
+def check_epsilon(name, epsilon):
+    """Raises unless `epsilon` is a positive finite number."""
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, (int, float))
+        or not 0.0 < float(epsilon) < math.inf
+    ):
+        raise ValueError(
+            f"`{name}` expects `epsilon` to be a positive float (the "
+            f"author's code uses 1e-5). Received: epsilon={epsilon!r}."
+        )
 
 
 def _check(scores, votes, num_iterations):
@@ -81,6 +93,7 @@ def heinsen_routing(
     num_iterations=3,
     mask=None,
     output_mask=None,
+    epsilon=DEFAULT_EPSILON,
 ):
     """Routes votes with E-, D- and M-steps (Heinsen 2019, Algorithm 1).
 
@@ -104,7 +117,10 @@ def heinsen_routing(
     M-step, `a_out = sum_i beta_use D_use - sum_i beta_ign D_ign` and the
     `D_use`-weighted mean and variance of the votes (16-18). A masked input
     (`mask[b, i]` False) acts as a score of minus infinity: `f = 0`, so it
-    changes no output.
+    changes no output. As in the author's code, `epsilon` is added to the
+    totals `sum_i D_use` before dividing by them and to the variances
+    (the returned ones too), so identical votes and outputs that receive
+    nothing stay finite.
 
     Args:
         scores: float `(batch, n_in)` input scores (pre-activation logits).
@@ -115,6 +131,8 @@ def heinsen_routing(
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
         output_mask: optional bool `(batch, n_out)`, True for outputs that
             take part.
+        epsilon: positive float, the stabiliser above. Defaults to 1e-5
+            (the author's code).
 
     Returns:
         `(scores, means, variances)`: `(batch, n_out)` output logits and
@@ -123,6 +141,7 @@ def heinsen_routing(
     scores = ops.convert_to_tensor(scores)
     votes = ops.convert_to_tensor(votes)
     _check(scores, votes, num_iterations)
+    check_epsilon("heinsen_routing", epsilon)
     dtype = votes.dtype
     beta_use = ops.cast(beta_use, dtype)
     beta_ign = ops.cast(beta_ign, dtype)
@@ -136,10 +155,9 @@ def heinsen_routing(
         if iteration == 0:
             routing = first_responsibility(present, num_inputs)
         else:
-            safe_variances = variances + _VARIANCE_EPSILON
             log_density = -0.5 * (
-                ops.square(votes - means[:, None]) / safe_variances[:, None]
-                + ops.log(safe_variances)[:, None]
+                ops.square(votes - means[:, None]) / variances[:, None]
+                + ops.log(variances)[:, None]
                 + log_two_pi
             )
             log_likelihood = ops.sum(log_density, axis=(-2, -1))  # (b, i, j)
@@ -151,11 +169,12 @@ def heinsen_routing(
             presence, routing, beta_use, beta_ign
         )
         # M-step means and variances (lines 17-18).
-        total_use = ops.sum(use, axis=1)[:, :, None, None] + _TOTAL_EPSILON
+        total_use = ops.sum(use, axis=1)[:, :, None, None] + epsilon
         weights = use[:, :, :, None, None]  # (b, i, j, 1, 1)
         means = ops.sum(weights * votes, axis=1) / total_use
         variances = (
             ops.sum(weights * ops.square(votes - means[:, None]), axis=1)
             / total_use
+            + epsilon
         )
     return output_scores, means, variances

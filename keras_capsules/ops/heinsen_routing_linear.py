@@ -17,8 +17,8 @@ from keras import ops
 
 from keras_capsules.ops.arguments import check_num_iterations
 from keras_capsules.ops.heinsen_routing import (
-    _TOTAL_EPSILON,
-    _VARIANCE_EPSILON,
+    DEFAULT_EPSILON,
+    check_epsilon,
     first_responsibility,
     input_presence,
     output_presence,
@@ -57,6 +57,7 @@ def heinsen_routing_linear(
     num_iterations=3,
     mask=None,
     output_mask=None,
+    epsilon=DEFAULT_EPSILON,
 ):
     """`heinsen_routing` of the votes `V[i, j, c, h] = sum_d x[i, c, d]
     W[j, d, h] + B[j, c, h]`, computed from moments of the inputs.
@@ -89,6 +90,7 @@ def heinsen_routing_linear(
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
         output_mask: optional bool `(batch, n_out)`, True for outputs that
             take part.
+        epsilon: positive float, as in `heinsen_routing` (1e-5).
 
     Returns:
         `(scores, means, variances)` as `heinsen_routing`.
@@ -97,6 +99,7 @@ def heinsen_routing_linear(
     capsules = ops.convert_to_tensor(capsules)
     kernel = ops.convert_to_tensor(kernel)
     _check(scores, capsules, kernel, num_iterations)
+    check_epsilon("heinsen_routing_linear", epsilon)
     dtype = capsules.dtype
     kernel = ops.cast(kernel, dtype)
     bias = ops.cast(bias, dtype)
@@ -109,7 +112,7 @@ def heinsen_routing_linear(
     presence = input_presence(scores, mask, dtype)  # f(a_inp), (b, i, 1)
     # Centre the inputs; the shift moves into the bias.
     centre = ops.sum(presence[..., None] * capsules, axis=1) / (
-        ops.sum(presence, axis=1)[:, :, None] + _TOTAL_EPSILON
+        ops.sum(presence, axis=1)[:, :, None] + epsilon
     )  # (b, c, d)
     x = capsules - centre[:, None]
     bias = bias + ops.einsum("bcd,jdh->bjch", centre, kernel)
@@ -127,7 +130,7 @@ def heinsen_routing_linear(
         if iteration == 0:
             routing = first_responsibility(present, num_inputs)
         else:
-            precision = 1.0 / (variances + _VARIANCE_EPSILON)  # (b, j, c, h)
+            precision = 1.0 / variances  # (b, j, c, h)
             centred_means = means - bias  # m W, (b, j, c, h)
             weighted_kernel = (
                 precision[:, :, :, None, :] * kernel[None, :, None, :, :]
@@ -165,11 +168,13 @@ def heinsen_routing_linear(
         )
         # M-step means and variances (lines 17-18), from input moments.
         total_use = ops.sum(use, axis=1)[:, :, None]  # (b, j, 1)
-        shares = ops.transpose(use, (0, 2, 1)) / (total_use + _TOTAL_EPSILON)
-        # The shares sum to s = T / (T + epsilon), as in `heinsen_routing`;
-        # with s in the formulas below the results agree with it up to
-        # (epsilon / T)^2, also for outputs that get (almost) no input.
-        share_sum = (total_use / (total_use + _TOTAL_EPSILON))[..., None]
+        shares = ops.transpose(use, (0, 2, 1)) / (total_use + epsilon)
+        # The shares sum to s = T / (T + epsilon), as in `heinsen_routing`.
+        # With f = sum_i w x, the votes' weighted spread about their mean
+        # mu = f W + s B is W^T (sum_i w x x^T - (2 - s) f f^T) W
+        # + (1 - s)^2 B (2 f W + s B): exact for every s, so outputs that
+        # get (almost) no input agree with the formed votes too.
+        share_sum = (total_use / (total_use + epsilon))[..., None]
         first = ops.reshape(
             ops.matmul(shares, flat_x), (batch, num_outputs, d_cov, d_in)
         )  # sum_i w x
@@ -179,14 +184,22 @@ def heinsen_routing_linear(
         )  # sum_i w x x^T
         spread = second - (2.0 - share_sum[..., None]) * (
             first[..., :, None] * first[..., None, :]
-        )  # sum_i w (x - first) (x - first)^T
-        means = ops.einsum("bjcd,jdh->bjch", first, kernel) + (share_sum * bias)
-        variances = ops.maximum(
-            ops.einsum(
-                "bjcdh,jdh->bjch",
-                ops.einsum("bjcde,jeh->bjcdh", spread, kernel),
-                kernel,
-            ),
-            0.0,
+        )
+        mapped_first = ops.einsum("bjcd,jdh->bjch", first, kernel)  # f W
+        means = mapped_first + share_sum * bias
+        bias_terms = ops.square(1.0 - share_sum) * (
+            bias * (2.0 * mapped_first + share_sum * bias)
+        )
+        variances = (
+            ops.maximum(
+                ops.einsum(
+                    "bjcdh,jdh->bjch",
+                    ops.einsum("bjcde,jeh->bjcdh", spread, kernel),
+                    kernel,
+                )
+                + bias_terms,
+                0.0,
+            )
+            + epsilon
         )
     return output_scores, means, variances

@@ -1,7 +1,20 @@
 """Training recipes from the papers: mixup, the one-cycle schedule, RAdam."""
 
 from keras_capsules.recipes.mixup import MixupClassifier, mixup
-from keras_capsules.recipes.one_cycle import OneCycle, one_cycle_radam
+from keras_capsules.recipes.one_cycle import (
+    AUTHOR_BETA_1,
+    PAPER_TEXT_BETA_1,
+    OneCycle,
+    one_cycle_radam,
+)
 from keras_capsules.recipes.radam import RAdam
 
-__all__ = ["MixupClassifier", "OneCycle", "RAdam", "mixup", "one_cycle_radam"]
+__all__ = [
+    "AUTHOR_BETA_1",
+    "PAPER_TEXT_BETA_1",
+    "MixupClassifier",
+    "OneCycle",
+    "RAdam",
+    "mixup",
+    "one_cycle_radam",
+]

@@ -8,6 +8,13 @@ from keras import ops
 
 from keras_capsules.recipes.radam import RAdam
 
+# RAdam's `beta_1` on the cycle, `(start, low point)`. The author's code
+# (glassroom/heinsen_routing's `SingleCycleScheduler`, which produced the
+# paper's numbers) starts at the optimizer's 0.9 and goes down to
+# 0.9 x 0.9; the paper's text says 0.999 down to 0.9 x 0.999.
+AUTHOR_BETA_1 = (0.9, 0.81)
+PAPER_TEXT_BETA_1 = (0.999, 0.9 * 0.999)
+
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
@@ -16,8 +23,9 @@ class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
     half cosine; it stays at `start` after `total_steps`.
 
     Heinsen (2019) schedules the learning rate (1e-5 -> 5e-4) and Adam's
-    `beta_1` (0.999 -> 0.9 x 0.999) this way, over 10% of the steps. Use it
-    as a learning rate, or as `RAdam`'s `beta_1`.
+    `beta_1` this way, over 10% of the steps (`beta_1` 0.9 -> 0.81 in his
+    code, 0.999 -> 0.8991 in the paper's text). Use it as a learning
+    rate, or as `RAdam`'s `beta_1`.
 
     Args:
         total_steps: int, optimizer steps of the whole run.
@@ -66,7 +74,7 @@ class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
 def one_cycle_radam(
     total_steps,
     learning_rate=(1e-5, 5e-4),
-    beta_1=(0.999, 0.9 * 0.999),
+    beta_1=AUTHOR_BETA_1,
     warmup_fraction=0.1,
     **kwargs,
 ):
@@ -77,7 +85,9 @@ def one_cycle_radam(
         total_steps: int, optimizer steps of the whole run (epochs x steps
             per epoch).
         learning_rate: `(start, peak)`. Defaults to `(1e-5, 5e-4)`.
-        beta_1: `(start, peak)`. Defaults to `(0.999, 0.8991)`.
+        beta_1: `(start, low point)`. Defaults to `AUTHOR_BETA_1`, `(0.9,
+            0.81)`, as the author's code; `PAPER_TEXT_BETA_1` is `(0.999,
+            0.8991)`, as the paper's text.
         warmup_fraction: float, share of the steps spent rising.
         **kwargs: further `RAdam` arguments.
     """

@@ -13,6 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from examples import heinsen_training
+from keras_capsules import recipes
 from tests.examples.test_train_capsnet import (
     run_python,
     serve_in_fresh_process,
@@ -47,12 +49,20 @@ class TrainHeinsenImageTest(tf.test.TestCase):
             "--filters=8",
             "--num_parts=4",
             "--epochs=1",
+            "--recipe=cpu",
             f"--model_dir={directory}",
             f"--export_dir={export_dir}",
         )
         with open(os.path.join(directory, "results.json")) as f:
             results = json.load(f)
         self.assertIn("test_novel_accuracy", results)
+        # The recipe fills the flags not given; the given ones win.
+        flags = results["flags"]
+        self.assertEqual(flags["batch_size"], 16)
+        self.assertEqual(flags["optimizer"], "adam")
+        self.assertEqual(flags["mixup_alpha"], 0.0)
+        self.assertEqual(flags["padding"], "same")
+        self.assertEqual(flags["initialization"], "author")
         self.assertLen(results["history"]["loss"], 1)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
         served = serve_in_fresh_process(
@@ -64,6 +74,27 @@ class TrainHeinsenImageTest(tf.test.TestCase):
         scores = model(batch.astype(np.float32))
         self.assertAllClose(served["scores"], scores, atol=1e-5)
         self.assertAllClose(served["probabilities"].sum(-1), np.ones(3))
+
+
+class CompileClassifierTest(tf.test.TestCase):
+    def test_optimizers_and_beta_1_schedules(self):
+        def compiled(**options):
+            model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+            heinsen_training.compile_classifier(
+                model, 100, 5e-4, False, **options
+            )
+            return model.optimizer
+
+        author = compiled()
+        self.assertIsInstance(author, recipes.RAdam)
+        self.assertAllClose(float(author.beta_1(10)), 0.81)
+        paper_text = compiled(beta_1_schedule="paper_text")
+        self.assertAllClose(float(paper_text.beta_1(0)), 0.999)
+        adam = compiled(optimizer="adam")
+        self.assertIsInstance(adam, keras.optimizers.Adam)
+        self.assertAllClose(float(adam.learning_rate), 1e-5)
+        with self.assertRaisesRegex(ValueError, "optimizer.*'sgd'"):
+            compiled(optimizer="sgd")
 
 
 class TrainHeinsenSstTest(tf.test.TestCase):

@@ -226,6 +226,29 @@ class ErrorsTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "capsule_dim"):
             layers.HeinsenRouting(3, 0)
 
+    def test_epsilon_reaches_the_op_and_the_config(self):
+        scores, capsules = random_inputs(12)
+        default = layers.HeinsenRouting(3, 2)
+        self.assertEqual(default.epsilon, 1e-5)  # the author's code
+        for num_inputs in ("fixed", "variable"):
+            layer = layers.HeinsenRouting(
+                3, 2, num_inputs=num_inputs, epsilon=0.1
+            )
+            outputs = layer([scores, capsules])
+            direct = capsule_ops.heinsen_routing(
+                scores,
+                layer.votes(capsules),
+                layer.beta_use,
+                layer.beta_ign,
+                epsilon=0.1,
+            )
+            for a, b in zip(outputs, direct):
+                self.assertAllClose(a, b, rtol=1e-4, atol=1e-5)
+            restored = layers.HeinsenRouting.from_config(layer.get_config())
+            self.assertEqual(restored.epsilon, 0.1)
+        with self.assertRaisesRegex(ValueError, "epsilon"):
+            layers.HeinsenRouting(3, 2, epsilon=0.0)
+
     def test_layer_uses_the_op(self):
         # The layer adds no math of its own: same result as the op.
         scores, capsules = random_inputs(11)

@@ -41,6 +41,52 @@ class HeinsenImageTest(tf.test.TestCase):
         # Paper: "approximately 272,000" parameters.
         self.assertBetween(model.count_params(), 265_000, 280_000)
 
+    def test_author_initialisation(self):
+        # glassroom/heinsen_routing: Kaiming-normal 3x3 kernels (fan-in,
+        # gain sqrt 2), PyTorch's default uniform(+-1/sqrt(fan_in)) for
+        # their biases and for both 1x1 convolutions.
+        keras.utils.set_random_seed(0)
+        model = models.heinsen_image((28, 28, 1), 10)
+        first = model.get_layer("conv1")
+        fan_in = 3 * 3 * 3  # the image and two coordinate channels
+        kernel = first.kernel.numpy()
+        self.assertAllClose(kernel.std(), np.sqrt(2 / fan_in), rtol=0.1)
+        # Not truncated: values beyond two standard deviations occur.
+        self.assertGreater(np.abs(kernel).max(), 2.2 * np.sqrt(2 / fan_in))
+        for name in ("conv1", "conv4"):
+            bias = model.get_layer(name).bias.numpy()
+            limit = (9 * (3 if name == "conv1" else 64)) ** -0.5
+            self.assertLessEqual(np.abs(bias).max(), limit)
+            self.assertGreater(np.abs(bias).max(), 0.5 * limit)
+        deep = model.get_layer("conv4").kernel.numpy()
+        self.assertAllClose(deep.std(), np.sqrt(2 / (9 * 64)), rtol=0.05)
+        for name in ("score_conv", "pose_conv"):
+            layer = model.get_layer(name)
+            for weights in (layer.kernel.numpy(), layer.bias.numpy()):
+                self.assertLessEqual(np.abs(weights).max(), 64**-0.5)
+                self.assertGreater(np.abs(weights).max(), 0.9 * 64**-0.5)
+        self.assertEqual(model.get_layer("part_routing").epsilon, 1e-5)
+        self.assertEqual(model.get_layer("class_routing").epsilon, 1e-5)
+
+    def test_keras_initialisation_is_an_option(self):
+        keras.utils.set_random_seed(0)
+        model = models.heinsen_image((28, 28, 1), 10, initialization="keras")
+        first = model.get_layer("conv1")
+        glorot = np.sqrt(6 / (27 + 9 * 64))
+        self.assertLessEqual(np.abs(first.kernel.numpy()).max(), glorot)
+        self.assertAllEqual(first.bias.numpy(), np.zeros(64))
+        with self.assertRaisesRegex(ValueError, "initialization.*'torch'"):
+            models.heinsen_image((28, 28, 1), 10, initialization="torch")
+
+    def test_valid_padding_gives_the_authors_capsule_count(self):
+        # 96 -> 94 -> 46 -> 44 -> 21 -> 19 -> 9: 9 x 9 x 64 capsules.
+        model = models.heinsen_image(
+            (96, 96, 2), 5, filters=8, num_parts=64, padding="valid"
+        )
+        self.assertEqual(model.get_layer("input_scores").output.shape[1], 5184)
+        with self.assertRaisesRegex(ValueError, "padding"):
+            models.heinsen_image((96, 96, 2), 5, padding="reflect")
+
     def test_two_image_sizes_without_rebuilding(self):
         model = models.heinsen_image(
             (None, None, 1), num_classes=3, filters=8, num_parts=4

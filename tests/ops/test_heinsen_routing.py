@@ -13,7 +13,14 @@ def logistic(x):
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def routing_reference(scores, votes, beta_use, beta_ign, iterations, mask):
+# The stabiliser of the author's code (`eps`): added to the use totals
+# before dividing by them and to the variances. The paper's text has none.
+AUTHOR_EPSILON = 1e-5
+
+
+def routing_reference(
+    scores, votes, beta_use, beta_ign, iterations, mask, epsilon=AUTHOR_EPSILON
+):
     """Algorithm 1 for one example, written from the paper with loops.
 
     scores (n_in,), votes (n_in, n_out, d_cov, d_out), betas (n_in, n_out);
@@ -53,7 +60,7 @@ def routing_reference(scores, votes, beta_use, beta_ign, iterations, mask):
                 beta_use[i, j] * d_use[i, j] - beta_ign[i, j] * d_ign[i, j]
                 for i in range(n_in)
             )
-            total = d_use[:, j].sum()
+            total = d_use[:, j].sum() + epsilon
             mu[j] = sum(d_use[i, j] * votes[i, j] for i in range(n_in)) / total
             sigma2[j] = (
                 sum(
@@ -61,6 +68,7 @@ def routing_reference(scores, votes, beta_use, beta_ign, iterations, mask):
                     for i in range(n_in)
                 )
                 / total
+                + epsilon
             )
     return a_out, mu, sigma2
 
@@ -74,11 +82,19 @@ def random_case(seed, batch=2, n_in=6, n_out=3, d_cov=2, d_out=3):
     return scores, votes, beta_use, beta_ign
 
 
-def reference_batch(scores, votes, beta_use, beta_ign, iterations, mask=None):
+def reference_batch(
+    scores,
+    votes,
+    beta_use,
+    beta_ign,
+    iterations,
+    mask=None,
+    epsilon=AUTHOR_EPSILON,
+):
     if mask is None:
         mask = np.ones(scores.shape, bool)
     outputs = [
-        routing_reference(s, v, beta_use, beta_ign, iterations, m)
+        routing_reference(s, v, beta_use, beta_ign, iterations, m, epsilon)
         for s, v, m in zip(scores, votes, mask)
     ]
     return [np.stack(parts) for parts in zip(*outputs)]
@@ -93,6 +109,24 @@ class HeinsenRoutingTest(tf.test.TestCase, parameterized.TestCase):
         routed = capsule_ops.heinsen_routing(*case, num_iterations=iterations)
         for got, expected in zip(routed, reference_batch(*case, iterations)):
             self.assertAllClose(got, expected, rtol=1e-5, atol=1e-5)
+
+    @parameterized.named_parameters(("tiny", 1e-9), ("large", 0.1))
+    def test_epsilon_is_the_authors_stabiliser(self, epsilon):
+        case = random_case(13)
+        routed = capsule_ops.heinsen_routing(*case, epsilon=epsilon)
+        expected = reference_batch(*case, 3, epsilon=epsilon)
+        for got, want in zip(routed, expected):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-5)
+        # The default is the author's 1e-5, which a large one is not.
+        default = capsule_ops.heinsen_routing(*case)
+        if epsilon > 1e-3:
+            self.assertGreater(np.abs(default[2] - routed[2]).max(), 1e-2)
+
+    def test_rejects_a_bad_epsilon(self):
+        case = random_case(14)
+        for epsilon in (0.0, -1e-5, float("nan"), True, "1e-5"):
+            with self.assertRaisesRegex(ValueError, "epsilon.*Received"):
+                capsule_ops.heinsen_routing(*case, epsilon=epsilon)
 
     def test_matches_reference_float32(self):
         case = random_case(5)

@@ -92,6 +92,60 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
         for g, w in zip(got, want):
             self.assertAllClose(g, w, rtol=1e-6, atol=1e-6)
 
+    @parameterized.named_parameters(
+        ("float64", "float64", 1e-6), ("float32_masked", "float32", 1e-3)
+    )
+    def test_gradients_equal_the_formed_votes_gradients(self, dtype, tol):
+        # The vote-free path is another way to compute the same function,
+        # so its derivatives with respect to every input must agree.
+        case = linear_case(10, batch=3, n_in=9, dtype=dtype)
+        scores, capsules, kernel, bias, beta_use, beta_ign = case
+        mask = output_mask = None
+        if dtype == "float32":
+            mask = np.ones((3, 9), bool)
+            mask[0, 6:] = False
+            mask[2, 1:] = False
+            output_mask = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], bool)
+        # Weights on each output so that no gradient is a plain sum.
+        rng = np.random.default_rng(11)
+        probes = [
+            tf.constant(rng.normal(size=shape), dtype)
+            for shape in ((3, 3), (3, 3, 2, 4), (3, 3, 2, 4))
+        ]
+
+        def gradients(route):
+            tensors = [
+                tf.constant(t, dtype)
+                for t in (scores, capsules, kernel, bias, beta_use, beta_ign)
+            ]
+            with tf.GradientTape() as tape:
+                tape.watch(tensors)
+                outputs = route(*tensors)
+                loss = sum(
+                    tf.reduce_sum(o * p) for o, p in zip(outputs, probes)
+                )
+            return tape.gradient(loss, tensors)
+
+        def vote_free(s, x, w, b, use, ign):
+            return capsule_ops.heinsen_routing_linear(
+                s, x, w, b, use, ign, 3, mask=mask, output_mask=output_mask
+            )
+
+        def formed(s, x, w, b, use, ign):
+            votes = tf.einsum("bicd,jdh->bijch", x, w) + b
+            return capsule_ops.heinsen_routing(
+                s, votes, use, ign, 3, mask=mask, output_mask=output_mask
+            )
+
+        names = ("scores", "capsules", "kernel", "bias", "beta_use", "beta_ign")
+        for name, got, want in zip(
+            names, gradients(vote_free), gradients(formed)
+        ):
+            scale = max(1.0, float(np.abs(want).max()))
+            self.assertAllClose(
+                got / scale, want / scale, rtol=tol, atol=tol, msg=name
+            )
+
     def test_identical_inputs_have_finite_gradients(self):
         scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(
             7, dtype="float32"

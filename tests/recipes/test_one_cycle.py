@@ -30,11 +30,23 @@ class OneCycleTest(tf.test.TestCase):
             [float(schedule(s)) for s in steps], expected, atol=1e-6
         )
 
-    def test_beta_1_falls_while_the_rate_rises(self):
+    def test_beta_1_falls_while_the_rate_rises_as_in_the_authors_code(self):
+        # glassroom/heinsen_routing: RAdam's betas (0.9, 0.999), and the
+        # cycle takes beta_1 down to 0.9 x 0.9 and back.
         optimizer = recipes.one_cycle_radam(200)
+        self.assertAllClose(float(optimizer.beta_1(0)), 0.9)
+        self.assertAllClose(float(optimizer.beta_1(10)), 0.855)
+        self.assertAllClose(float(optimizer.beta_1(20)), 0.81)
+        self.assertAllClose(float(optimizer.beta_1(200)), 0.9)
+        self.assertAllClose(float(optimizer.beta_2), 0.999)
+        self.assertAllClose(float(optimizer.learning_rate), 1e-5)
+
+    def test_the_paper_texts_beta_1_is_an_option(self):
+        optimizer = recipes.one_cycle_radam(
+            200, beta_1=recipes.PAPER_TEXT_BETA_1
+        )
         self.assertAllClose(float(optimizer.beta_1(0)), 0.999)
         self.assertAllClose(float(optimizer.beta_1(20)), 0.8991)
-        self.assertAllClose(float(optimizer.learning_rate), 1e-5)
 
     def test_bad_arguments(self):
         with self.assertRaisesRegex(ValueError, "total_steps"):
