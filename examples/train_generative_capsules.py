@@ -106,9 +106,10 @@ _SELECTION_INFORMATION_WEIGHT = flags.DEFINE_float(
 )
 _TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
     "top_pose_refinement_steps",
-    0,
+    3,
     "EM steps from the top encoder's poses toward the poses that best "
-    "explain the template poses (0: the encoder's poses, the paper's).",
+    "explain the template poses (0: the encoder's poses, the paper's; 3 "
+    "puts the class in the top poses, see the README).",
 )
 _MIN_POSE_SCALE = flags.DEFINE_float(
     "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
@@ -140,6 +141,12 @@ _ROTATIONS = flags.DEFINE_list(
 )
 _FREE_FORM_STEPS = flags.DEFINE_integer(
     "free_form_steps", 100, "Test-time inference steps (0 skips it)."
+)
+_FREE_FORM_LEARNING_RATE = flags.DEFINE_float(
+    "free_form_learning_rate",
+    0.005,
+    "Adam's rate of test-time inference (poses vary by about 0.1 between "
+    "digits).",
 )
 _FREE_FORM_EXAMPLES = flags.DEFINE_integer(
     "free_form_examples", 500, "Images per test set for test-time inference."
@@ -277,7 +284,11 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         images, labels[name] = images[:count], set_labels[:count]
         amortised[name] = models.top_layer_features(model.encode(images))
         latents, history = trainers.free_form_inference(
-            model, images, num_steps=_FREE_FORM_STEPS.value, seed=_SEED.value
+            model,
+            images,
+            num_steps=_FREE_FORM_STEPS.value,
+            learning_rate=_FREE_FORM_LEARNING_RATE.value,
+            seed=_SEED.value,
         )
         free_form[name] = models.top_layer_features(latents)
         bounds[name] = {  # one-sample estimates: average the last 5
@@ -304,6 +315,7 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         "bound_per_image": bounds,
         "examples": count,
         "steps": _FREE_FORM_STEPS.value,
+        "learning_rate": _FREE_FORM_LEARNING_RATE.value,
     }
 
 
@@ -316,7 +328,11 @@ def write_figures(model, test_sets, model_dir):
     rows = {"input": images, "amortised": np.asarray(model(images))}
     if _FREE_FORM_STEPS.value:
         latents, _ = trainers.free_form_inference(
-            model, images, num_steps=_FREE_FORM_STEPS.value, seed=_SEED.value
+            model,
+            images,
+            num_steps=_FREE_FORM_STEPS.value,
+            learning_rate=_FREE_FORM_LEARNING_RATE.value,
+            seed=_SEED.value,
         )
         rows["free form"] = np.asarray(
             model.decoder(

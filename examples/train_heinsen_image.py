@@ -53,10 +53,10 @@ RECIPES = {
         "mixup_alpha": 0.2,
     },
     "cpu": {
-        "epochs": 3,
-        "batch_size": 64,
+        "epochs": 7,
+        "batch_size": 20,
         "optimizer": "adam",
-        "peak_learning_rate": 3e-3,
+        "peak_learning_rate": 1e-3,
         "mixup_alpha": 0.0,
     },
 }
