@@ -176,6 +176,7 @@ def heinsen_sequence(
     num_capsules=64,
     capsule_dim=2,
     num_iterations=3,
+    routing_epsilon=1e-5,
     name="heinsen_sequence",
 ):
     """Returns Heinsen's SST model over sequences of embeddings.
@@ -198,6 +199,8 @@ def heinsen_sequence(
         num_capsules: int, capsules out of routing 1 (64).
         capsule_dim: int, columns of the routed capsules (2).
         num_iterations: int, routing iterations of both routings (3).
+        routing_epsilon: the `epsilon` of both routings (1e-5, the
+            author's code).
         name: the model's name.
 
     Returns:
@@ -229,12 +232,14 @@ def heinsen_sequence(
         capsule_dim,
         num_iterations=num_iterations,
         num_inputs="variable",
+        epsilon=routing_epsilon,
         name="part_routing",
     )([scores, capsules])
     class_scores, _, _ = layers.HeinsenRouting(
         num_classes,
         capsule_dim,
         num_iterations=num_iterations,
+        epsilon=routing_epsilon,
         name="class_routing",
     )([part_scores, parts])
     return keras.Model([embeddings, presence], class_scores, name=name)
