@@ -1,6 +1,7 @@
 """Routing with E-, D- and M-steps (Heinsen 2019, Algorithm 1)."""
 
 import math
+import numbers
 
 from keras import ops
 
@@ -21,7 +22,7 @@ def check_epsilon(name, epsilon):
     """Raises unless `epsilon` is a positive finite number."""
     if (
         isinstance(epsilon, bool)
-        or not isinstance(epsilon, (int, float))
+        or not isinstance(epsilon, numbers.Real)
         or not 0.0 < float(epsilon) < math.inf
     ):
         raise ValueError(

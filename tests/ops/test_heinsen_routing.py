@@ -117,6 +117,11 @@ class HeinsenRoutingTest(tf.test.TestCase, parameterized.TestCase):
         expected = reference_batch(*case, 3, epsilon=epsilon)
         for got, want in zip(routed, expected):
             self.assertAllClose(got, want, rtol=1e-5, atol=1e-5)
+        # NumPy scalars are numbers too.
+        self.assertAllClose(
+            capsule_ops.heinsen_routing(*case, epsilon=np.float32(epsilon))[2],
+            routed[2],
+        )
         # The default is the author's 1e-5, which a large one is not.
         default = capsule_ops.heinsen_routing(*case)
         if epsilon > 1e-3:
