@@ -7,6 +7,7 @@ import time
 
 import keras
 import tensorflow as tf
+from absl import flags
 
 from keras_capsules import recipes
 
@@ -15,6 +16,19 @@ BETA_1_SCHEDULES = {
     "author": recipes.AUTHOR_BETA_1,
     "paper_text": recipes.PAPER_TEXT_BETA_1,
 }
+
+# Flags both scripts take: where the author's code and the paper's text
+# (or this library's first version) differ.
+BETA_1_SCHEDULE = flags.DEFINE_enum(
+    "beta_1_schedule",
+    "author",
+    list(BETA_1_SCHEDULES),
+    "RAdam's beta_1 on the cycle: `author` 0.9 -> 0.81 (the code that "
+    "produced the paper's numbers), `paper_text` 0.999 -> 0.8991.",
+)
+ROUTING_EPSILON = flags.DEFINE_float(
+    "routing_epsilon", 1e-5, "Routing's stabiliser (the author's: 1e-5)."
+)
 
 
 def compile_classifier(

@@ -78,13 +78,6 @@ _PEAK_LEARNING_RATE = flags.DEFINE_float(
 _MIXUP_ALPHA = flags.DEFINE_float(
     "mixup_alpha", None, "Mixup's Beta(alpha, alpha); 0 turns it off."
 )
-_BETA_1_SCHEDULE = flags.DEFINE_enum(
-    "beta_1_schedule",
-    "author",
-    list(heinsen_training.BETA_1_SCHEDULES),
-    "RAdam's beta_1 on the cycle: `author` 0.9 -> 0.81 (the code that "
-    "produced the paper's numbers), `paper_text` 0.999 -> 0.8991.",
-)
 _INITIALIZATION = flags.DEFINE_enum(
     "initialization",
     "author",
@@ -98,9 +91,6 @@ _PADDING = flags.DEFINE_enum(
     ["same", "valid"],
     "Padding of the 3x3 convolutions (default: `valid`, the author's, for "
     "smallnorb; `same` otherwise, as 28x28 images are too small for it).",
-)
-_ROUTING_EPSILON = flags.DEFINE_float(
-    "routing_epsilon", 1e-5, "Routing's stabiliser (the author's: 1e-5)."
 )
 _PAD_PIXELS = flags.DEFINE_integer(
     "pad_pixels",
@@ -198,7 +188,7 @@ def main(argv):
             num_iterations=_ROUTING_ITERATIONS.value,
             initialization=_INITIALIZATION.value,
             padding=padding,
-            routing_epsilon=_ROUTING_EPSILON.value,
+            routing_epsilon=heinsen_training.ROUTING_EPSILON.value,
         )
         model = recipes.MixupClassifier(
             classifier, alpha=recipe_value("mixup_alpha"), seed=_SEED.value
@@ -209,7 +199,7 @@ def main(argv):
             recipe_value("peak_learning_rate"),
             heinsen_training.use_xla(_JIT_COMPILE.value),
             optimizer=recipe_value("optimizer"),
-            beta_1_schedule=_BETA_1_SCHEDULE.value,
+            beta_1_schedule=heinsen_training.BETA_1_SCHEDULE.value,
         )
     summary = {
         "dataset": name,

@@ -58,16 +58,6 @@ _VOCABULARY = flags.DEFINE_string(
 _ROUTING_ITERATIONS = flags.DEFINE_integer(
     "routing_iterations", 3, "Iterations of each routing."
 )
-_BETA_1_SCHEDULE = flags.DEFINE_enum(
-    "beta_1_schedule",
-    "author",
-    list(heinsen_training.BETA_1_SCHEDULES),
-    "RAdam's beta_1 on the cycle: `author` 0.9 -> 0.81 (the code that "
-    "produced the paper's numbers), `paper_text` 0.999 -> 0.8991.",
-)
-_ROUTING_EPSILON = flags.DEFINE_float(
-    "routing_epsilon", 1e-5, "Routing's stabiliser (the author's: 1e-5)."
-)
 _TRAIN_SIZE = flags.DEFINE_integer(
     "train_size", None, "Use only the first training examples."
 )
@@ -177,7 +167,7 @@ def main(argv):
             num_classes,
             num_depths=depths,
             num_iterations=_ROUTING_ITERATIONS.value,
-            routing_epsilon=_ROUTING_EPSILON.value,
+            routing_epsilon=heinsen_training.ROUTING_EPSILON.value,
         )
         model = recipes.MixupClassifier(
             classifier, embedder, alpha=_MIXUP_ALPHA.value, seed=_SEED.value
@@ -187,7 +177,7 @@ def main(argv):
             _EPOCHS.value * steps_per_epoch,
             _PEAK_LEARNING_RATE.value,
             heinsen_training.use_xla(_JIT_COMPILE.value),
-            beta_1_schedule=_BETA_1_SCHEDULE.value,
+            beta_1_schedule=heinsen_training.BETA_1_SCHEDULE.value,
         )
     summary = {
         "task": task,
