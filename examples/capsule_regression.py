@@ -19,17 +19,22 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution
+from examples import distribution, runs
 from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
 
-_DATASET = flags.DEFINE_enum(
-    "dataset",
-    "procedural_shapes",
-    ["mnist", "fashion_mnist", "procedural_shapes"],
-    "Dataset to train on.",
-)
-_CAPSULE_DIM = flags.DEFINE_integer("capsule_dim", 2, "Capsule size d.")
+DATASETS = ("mnist", "fashion_mnist", "procedural_shapes")
+# The script's defaults of the flags of `examples/runs.py`: `--train_size`
+# training examples, the rest of a TFDS training split validates;
+# `--epochs`, `--batch_size` and `--learning_rate` (Adam) for SGD only.
+DEFAULTS = {
+    "dataset": "procedural_shapes",
+    "capsule_dim": 2,
+    "train_size": 50000,
+    "epochs": 30,
+    "batch_size": 128,
+    "learning_rate": 1e-3,
+}
 _ARCHITECTURE = flags.DEFINE_enum(
     "architecture",
     "multiclass",
@@ -49,37 +54,19 @@ _CENTER = flags.DEFINE_bool(
     "(the paper projects the raw images).",
 )
 _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
-_TRAIN_SIZE = flags.DEFINE_integer(
-    "train_size",
-    50000,
-    "Training examples; the rest of the training split "
-    "(for TFDS datasets) validates.",
-)
 _MAX_ITERATIONS = flags.DEFINE_integer(
     "max_iterations", None, "Cap on EM iterations (default: the protocol)."
 )
 _MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
-_EPOCHS = flags.DEFINE_integer("epochs", 30, "SGD: passes over the data.")
 _STATISTICS_BATCH = flags.DEFINE_integer(
     "statistics_batch",
     10000,
     "EM: examples per batch when summing sufficient statistics.",
 )
-_BATCH_SIZE = flags.DEFINE_integer(
-    "batch_size", 128, "SGD: examples per gradient step."
-)
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "SGD: Adam rate.")
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", None, "Where results.json, figures and models go."
 )
 _FIGURES = flags.DEFINE_bool("figures", True, "Write the paper's figures.")
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
-_STRATEGY = flags.DEFINE_enum(
-    "strategy",
-    "default",
-    list(distribution.STRATEGIES),
-    "tf.distribute engine: EM sums and SGD steps run on its replicas.",
-)
 
 
 def load_splits(name, train_size, seed=0):
@@ -126,7 +113,7 @@ def train_em(features, capsule_dim, architecture, output_dir):
         momentum=_MOMENTUM.value,
         use_offset=_USE_OFFSET.value,
         max_iterations=_MAX_ITERATIONS.value,
-        seed=_SEED.value,
+        seed=runs.SEED.value,
     )
     batch = _STATISTICS_BATCH.value
     # With an output directory, a restarted run resumes where it stopped.
@@ -158,7 +145,7 @@ def train_sgd(features, capsule_dim, output_dir):
         )
     )
     model.compile(
-        keras.optimizers.Adam(_LEARNING_RATE.value),
+        keras.optimizers.Adam(runs.LEARNING_RATE.value),
         "sparse_categorical_crossentropy",
         metrics=["accuracy"],
         jit_compile=True,
@@ -183,8 +170,8 @@ def train_sgd(features, capsule_dim, output_dir):
     history = model.fit(
         x,
         y,
-        batch_size=_BATCH_SIZE.value,
-        epochs=_EPOCHS.value,
+        batch_size=runs.BATCH_SIZE.value,
+        epochs=runs.EPOCHS.value,
         validation_data=features["validation"],
         callbacks=callbacks,
         verbose=2,
@@ -199,28 +186,33 @@ def train_sgd(features, capsule_dim, output_dir):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    keras.utils.set_random_seed(_SEED.value)
+    runs.set_defaults(**DEFAULTS)
+    name = runs.dataset(DATASETS)
+    keras.utils.set_random_seed(runs.SEED.value)
     output_dir = _OUTPUT_DIR.value
     if output_dir:
         os.makedirs(output_dir, exist_ok=True)
     if _TRAINING.value == "sgd" and _ARCHITECTURE.value != "multiclass":
         raise app.UsageError("--training=sgd trains the multiclass model only.")
     start = time.time()
-    splits = load_splits(_DATASET.value, _TRAIN_SIZE.value, _SEED.value)
+    splits = load_splits(name, runs.TRAIN_SIZE.value, runs.SEED.value)
     features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
-    with distribution.make_strategy(_STRATEGY.value).scope():
+    with distribution.make_strategy(runs.STRATEGY.value).scope():
         if _TRAINING.value == "em":
             errors, iterations, layer = train_em(
-                features, _CAPSULE_DIM.value, _ARCHITECTURE.value, output_dir
+                features,
+                runs.CAPSULE_DIM.value,
+                _ARCHITECTURE.value,
+                output_dir,
             )
         else:
             errors, iterations, layer = train_sgd(
-                features, _CAPSULE_DIM.value, output_dir
+                features, runs.CAPSULE_DIM.value, output_dir
             )
     results = {
-        "dataset": _DATASET.value,
+        "dataset": name,
         "architecture": _ARCHITECTURE.value,
-        "capsule_dim": _CAPSULE_DIM.value,
+        "capsule_dim": runs.CAPSULE_DIM.value,
         "training": _TRAINING.value,
         "projection_dim": _PROJECTION_DIM.value,
         "centred": _CENTER.value,
@@ -258,4 +250,5 @@ def write_figures(layer, splits, features, output_dir):
 
 
 if __name__ == "__main__":
+    runs.set_defaults(**DEFAULTS)
     app.run(main)

@@ -33,6 +33,9 @@ class LayerCase:
     # the gradient checks, for layers with weights that `call` does not
     # use (a decoder whose other parameters serve its distributions).
     extra_loss: object = None
+    # Shape, without the batch axis, of the bool capsule mask the layer
+    # takes (`call(inputs, mask=...)`); None for a layer without masks.
+    mask_shape: tuple | None = None
 
     def gradient_loss(self, layer, inputs, outputs):
         """The loss whose gradients the checks require to be finite."""
@@ -205,6 +208,72 @@ def check_mixed_precision(test, case):
             keras.mixed_precision.set_dtype_policy(policy)
 
 
+def check_config_round_trip(test, case):
+    """`from_config(get_config())` gives the same layer, without saving."""
+    layer = case.cls(**case.init_kwargs)
+    x = case.make_inputs()
+    outputs = layer(x)
+    clone = case.cls.from_config(layer.get_config())
+    clone(x)
+    clone.set_weights(layer.get_weights())
+    test.assertEqual(clone.get_config(), layer.get_config())
+    assert_all_close(test, clone(x), outputs, rtol=1e-6, atol=1e-7)
+
+
+def _perturb_capsule(case, x, index, seed):
+    """`x` with new values for the capsule at `index` (a position of the
+    mask) in every input whose leading axes are the mask's."""
+    rng = np.random.default_rng(seed)
+    perturbed = []
+    for value, shape in zip(tf.nest.flatten(x), case.input_shapes):
+        value = np.array(value)
+        if tuple(shape[: len(case.mask_shape)]) == tuple(case.mask_shape):
+            position = (slice(None), *index)
+            value[position] += rng.uniform(
+                0.2, 0.8, size=value[position].shape
+            ).astype(value.dtype)
+        perturbed.append(value)
+    return case._pack(perturbed)
+
+
+def _kept_outputs(layer, x, mask):
+    """The outputs at the positions their Keras masks keep."""
+    outputs = tf.nest.flatten(layer(x, mask=mask))
+    output_masks = layer.compute_mask(x, mask)
+    if not isinstance(output_masks, (list, tuple)):
+        output_masks = [output_masks] * len(outputs)
+    return [
+        np.asarray(output)
+        if output_mask is None
+        else np.asarray(output)[np.asarray(output_mask)]
+        for output, output_mask in zip(outputs, output_masks)
+    ]
+
+
+def check_masked_capsule_changes_nothing(test, case):
+    """A capsule the mask leaves out changes no output; one it keeps does."""
+    if case.mask_shape is None:
+        return
+    layer = case.cls(**case.init_kwargs)
+    x = case.make_inputs(batch=2)
+    mask = np.ones((2, *case.mask_shape), bool)
+    left_out = (1,) + (0,) * (len(case.mask_shape) - 1)
+    mask[(slice(None), *left_out)] = False
+    mask = tf.constant(mask)
+    outputs = _kept_outputs(layer, x, mask)
+    padded = _kept_outputs(layer, _perturb_capsule(case, x, left_out, 1), mask)
+    for got, want in zip(padded, outputs):
+        test.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+    kept = (0,) * len(case.mask_shape)
+    changed = _kept_outputs(layer, _perturb_capsule(case, x, kept, 1), mask)
+    test.assertFalse(
+        all(
+            np.allclose(got, want, rtol=1e-5, atol=1e-6)
+            for got, want in zip(changed, outputs)
+        )
+    )
+
+
 CHECKS = {
     "output_shape": check_output_shape,
     "keras_round_trip": check_keras_round_trip,
@@ -213,4 +282,6 @@ CHECKS = {
     "zero_input_gradients": check_zero_input_gradients,
     "unknown_batch_size": check_unknown_batch_size,
     "mixed_precision": check_mixed_precision,
+    "config_round_trip": check_config_round_trip,
+    "masked_capsule": check_masked_capsule_changes_nothing,
 }

@@ -1,5 +1,6 @@
 """Every public layer through the shared checks, from one table of cases."""
 
+import inspect
 import itertools
 
 import tensorflow as tf
@@ -56,18 +57,21 @@ LAYER_CASES = [
         {"num_capsules": 3, "capsule_dim": 4},
         (6, 5),
         "dynamic_routing",
+        mask_shape=(6,),
     ),
     conformance.LayerCase(
         layers.DynamicRouting,
         {"num_capsules": 2, "capsule_dim": 3, "share_weights": True},
         (6, 5),
         "dynamic_routing_shared",
+        mask_shape=(6,),
     ),
     conformance.LayerCase(
         layers.HeinsenRouting,
         {"num_capsules": 3, "capsule_dim": 2},
         [(5,), (5, 2, 3)],
         "heinsen_routing_fixed_inputs",
+        mask_shape=(5,),
     ),
     conformance.LayerCase(
         layers.HeinsenRouting,
@@ -79,12 +83,53 @@ LAYER_CASES = [
         },
         [(5,), (5, 2, 3)],
         "heinsen_routing_variable_inputs",
+        mask_shape=(5,),
     ),
     conformance.LayerCase(
         layers.HeinsenRouting,
         {"num_capsules": None, "capsule_dim": 2},
         [(5,), (5, 2, 3)],
         "heinsen_routing_variable_outputs",
+        mask_shape=(5,),
+    ),
+    conformance.LayerCase(
+        layers.DynamicRouting,
+        {"num_capsules": 3, "capsule_dim": 4, "contract": True},
+        [(6,), (6, 1, 5)],
+        "dynamic_routing_contract",
+        mask_shape=(6,),
+    ),
+    conformance.LayerCase(
+        layers.HeinsenRouting,
+        {"num_capsules": 3, "capsule_dim": 2, "contract": True},
+        [(5,), (5, 2, 3)],
+        "heinsen_routing_contract",
+        mask_shape=(5,),
+    ),
+    conformance.LayerCase(
+        layers.MatrixCapsuleEMRouting,
+        {"num_capsules": 2, "capsule_dim": 3, "contract": True},
+        [(5,), (5, 2, 4)],
+        "matrix_capsule_em_routing_contract",
+        graph_tolerance=1e-4,
+        mask_shape=(5,),
+    ),
+    conformance.LayerCase(
+        layers.PrimaryCapsules,
+        {
+            "num_capsule_types": 2,
+            "capsule_dim": 3,
+            "kernel_size": 3,
+            "contract": True,
+        },
+        (7, 7, 2),
+        "primary_capsules_contract",
+    ),
+    conformance.LayerCase(
+        layers.PrimaryMatrixCapsules,
+        {"num_capsule_types": 2, "kernel_size": 2, "contract": True},
+        (5, 4, 2),
+        "primary_matrix_capsules_contract",
     ),
     conformance.LayerCase(
         layers.PrimaryMatrixCapsules,
@@ -97,6 +142,7 @@ LAYER_CASES = [
         {"num_capsule_types": 3, "kernel_size": 3, "strides": 2},
         [(5, 5, 2), (5, 5, 2, 4, 4)],
         "conv_matrix_capsules",
+        mask_shape=(5, 5, 2),
         probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
@@ -105,6 +151,7 @@ LAYER_CASES = [
         {"num_capsule_types": 2, "kernel_size": 2, "padding": "same"},
         [(3, 4, 2), (3, 4, 2, 4, 4)],
         "conv_matrix_capsules_same",
+        mask_shape=(3, 4, 2),
         probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
@@ -113,6 +160,7 @@ LAYER_CASES = [
         {"num_capsules": 3},
         [(2, 3, 4), (2, 3, 4, 4, 4)],
         "matrix_capsule_em_routing_grid",
+        mask_shape=(2, 3, 4),
         probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
@@ -121,6 +169,7 @@ LAYER_CASES = [
         {"num_capsules": 2, "num_iterations": 2},
         [(5,), (5, 4, 4)],
         "matrix_capsule_em_routing_list",
+        mask_shape=(5,),
         probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
@@ -149,12 +198,14 @@ LAYER_CASES = [
         {"num_inducing_points": 3, "num_heads": 2},
         (5, 4),
         "induced_set_attention",
+        mask_shape=(5,),
     ),
     conformance.LayerCase(
         layers.PoolingByMultiheadAttention,
         {"num_seeds": 2, "num_heads": 2},
         (5, 4),
         "pooling_by_multihead_attention",
+        mask_shape=(5,),
     ),
     conformance.LayerCase(
         layers.GenerativeCapsuleDecoder,
@@ -172,6 +223,12 @@ LAYER_CASES = [
 ]
 
 
+# Exported names that are not layers to run on their own.
+NOT_IN_THE_TABLE = {
+    "CapsuleRouting": "the abstract base; its families are in the table",
+}
+
+
 class ConformanceTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(
         (f"{case.name}_{check}", case, check)
@@ -179,6 +236,17 @@ class ConformanceTest(tf.test.TestCase, parameterized.TestCase):
     )
     def test_layer(self, case, check):
         conformance.CHECKS[check](self, case)
+
+    def test_every_exported_layer_is_in_the_table(self):
+        tested = {case.cls.__name__ for case in LAYER_CASES}
+        self.assertEqual(set(layers.__all__) - set(NOT_IN_THE_TABLE), tested)
+
+    def test_every_layer_that_takes_masks_is_checked_with_one(self):
+        for case in LAYER_CASES:
+            takes_masks = "mask" in inspect.signature(case.cls.call).parameters
+            self.assertEqual(
+                case.mask_shape is not None, takes_masks, msg=case.name
+            )
 
 
 if __name__ == "__main__":

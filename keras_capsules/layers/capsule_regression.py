@@ -7,6 +7,10 @@ from keras import ops
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers import validation
 
+# The smallest probability whose log `return_logits` gives: one that
+# rounds to 0 keeps a finite logit.
+_SMALLEST_PROBABILITY = 1e-30
+
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class CapsuleRegression(keras.layers.Layer):
@@ -30,13 +34,17 @@ class CapsuleRegression(keras.layers.Layer):
             Defaults to False.
         kernel_initializer: initializer of the kernel `(p, m, d)`.
         kernel_regularizer: optional regularizer of the kernel.
+        return_logits: bool, return `log P(y | x)` (class logits whose
+            softmax is `P(y | x)`, as a head that takes
+            `from_logits=True` losses; a probability that rounds to 0
+            gives about -69) instead of `P(y | x)`. Defaults to False.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
         inputs: `(batch, p)` features.
 
     Returns:
-        `(batch, m)` class probabilities `P(y | x)`.
+        `(batch, m)` class probabilities `P(y | x)` (or their logs).
 
     Example:
 
@@ -54,9 +62,11 @@ class CapsuleRegression(keras.layers.Layer):
         center_inputs=False,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
+        return_logits=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.return_logits = bool(return_logits)
         self.num_classes = num_classes
         self.capsule_dim = capsule_dim
         validation.check_positive_ints(self, ["num_classes", "capsule_dim"])
@@ -94,6 +104,11 @@ class CapsuleRegression(keras.layers.Layer):
         # Exact inference in float32: float16 loses the interpolation.
         means = ops.cast(self.prior_means(inputs), "float32")
         probabilities = capsule_ops.capsule_regression_probabilities(means)
+        if self.return_logits:
+            return ops.cast(
+                ops.log(ops.maximum(probabilities, _SMALLEST_PROBABILITY)),
+                self.compute_dtype,
+            )
         return ops.cast(probabilities, self.compute_dtype)
 
     def prior_means(self, inputs):
@@ -157,4 +172,5 @@ class CapsuleRegression(keras.layers.Layer):
             "kernel_regularizer": keras.regularizers.serialize(
                 self.kernel_regularizer
             ),
+            "return_logits": self.return_logits,
         }

@@ -4,7 +4,9 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import validation
+from keras_capsules.layers.capsule_routing import CapsuleRouting
 from keras_capsules.ops.dynamic_routing import dynamic_routing
+from keras_capsules.ops.squash import safe_norm, squashed_length_logit
 
 # Sabour et al. do not give an initialisation. A normal of std 0.1 gives
 # CapsNet's output capsules lengths around 0.5 at the start, away from both
@@ -13,7 +15,7 @@ _DEFAULT_KERNEL_STDDEV = 0.1
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
-class DynamicRouting(keras.layers.Layer):
+class DynamicRouting(CapsuleRouting):
     """Fully connected capsules routed by agreement (Sabour et al., 2017).
 
     Each input capsule `u_i` votes `u_hat[j|i] = W_ij u_i` for each output
@@ -22,6 +24,15 @@ class DynamicRouting(keras.layers.Layer):
     capsule uses the same `W_j`, so the number of input capsules may vary
     from call to call, and a mask (Keras masking, or the `mask` argument)
     says which inputs take part.
+
+    With `contract=True` the layer speaks the capsule contract (see
+    `CapsuleRouting`): inputs `[logits, poses]`, `(batch, n_in)` and
+    `(batch, n_in, d_cov, d_in)`, route as the vectors `u_i =
+    sigmoid(logit_i) P_i / |P_i|` (length the activation, direction the
+    flattened pose; exactly the squashed vectors of a dynamic-routing
+    layer before it), and the outputs are `[2 log |s_j|, v_j]`, `(batch,
+    n_out)` and `(batch, n_out, d_cov, d_out)`, since `|v_j| =
+    sigmoid(2 log |s_j|)`.
 
     Args:
         num_capsules: int, number of output capsules `n_out`.
@@ -32,15 +43,19 @@ class DynamicRouting(keras.layers.Layer):
         kernel_initializer: initializer of the kernel. Defaults to a normal
             of standard deviation 0.1.
         kernel_regularizer: optional regularizer of the kernel.
+        contract: bool, take and return `[logits, poses]`. Defaults to
+            `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
-        inputs: `(batch, n_in, d_in)` input capsules.
+        inputs: `(batch, n_in, d_in)` input capsules (or `[logits,
+            poses]` with `contract=True`).
         mask: optional bool `(batch, n_in)`, True for input capsules that
             take part.
 
     Returns:
-        `(batch, n_out, d_out)` output capsules, each of length < 1.
+        `(batch, n_out, d_out)` output capsules, each of length < 1 (or
+        `[logits, poses]` with `contract=True`).
 
     Example:
 
@@ -48,6 +63,10 @@ class DynamicRouting(keras.layers.Layer):
     >>> layer(np.zeros((2, 1152, 8))).shape
     TensorShape([2, 10, 16])
     """
+
+    _SHARED_WEIGHTS_HINT = (
+        " For a number of input capsules that varies, pass share_weights=True."
+    )
 
     def __init__(
         self,
@@ -57,92 +76,68 @@ class DynamicRouting(keras.layers.Layer):
         share_weights=False,
         kernel_initializer=None,
         kernel_regularizer=None,
+        contract=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_capsules = num_capsules
-        self.capsule_dim = capsule_dim
-        self.num_iterations = num_iterations
-        validation.check_positive_ints(
-            self, ["num_capsules", "capsule_dim", "num_iterations"]
+        super().__init__(
+            num_capsules,
+            capsule_dim,
+            num_iterations,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            contract=contract,
+            **kwargs,
         )
         self.share_weights = bool(share_weights)
-        self.kernel_initializer = keras.initializers.get(
-            kernel_initializer
-            or keras.initializers.RandomNormal(stddev=_DEFAULT_KERNEL_STDDEV)
-        )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.supports_masking = True
 
-    def build(self, input_shape):
-        _, n_in, d_in = validation.capsule_shape(
+    @property
+    def shares_input_weights(self):
+        return self.share_weights
+
+    def _default_kernel_initializer(self, d_in):
+        return keras.initializers.RandomNormal(stddev=_DEFAULT_KERNEL_STDDEV)
+
+    def _own_form_shape(self, input_shape):
+        _, num_inputs, d_in = validation.capsule_shape(
             self, input_shape, allow_unknown_count=self.share_weights
         )
-        shape = (self.num_capsules, d_in, self.capsule_dim)  # W_j
-        if not self.share_weights:
-            shape = (n_in, *shape)  # W_ij
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=shape,
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
+        return num_inputs, 1, d_in
 
-    def call(self, inputs, mask=None):
+    def _call_own_form(self, inputs, mask):
         inputs = ops.cast(inputs, self.compute_dtype)
-        votes = self.votes(inputs)
+        _, capsules = self._route(None, inputs[:, :, None, :], mask)
+        return ops.cast(capsules[:, :, 0, :], self.compute_dtype)
+
+    def _route(self, logits, poses, mask):
         # Route in float32: float16 agreement sums lose precision.
+        votes = ops.cast(self.capsule_votes(poses), "float32")
+        if logits is not None:  # u_i = sigmoid(logit_i) P_i / |P_i|.
+            lengths = ops.sigmoid(logits) / safe_norm(
+                ops.cast(poses, "float32"), axis=(-2, -1)
+            )
+            votes = votes * lengths[:, :, None, None, None]
+        shape = ops.shape(votes)
+        d_cov, d_out = votes.shape[-2], votes.shape[-1]
         capsules = dynamic_routing(
-            ops.cast(votes, "float32"), self.num_iterations, mask=mask
+            ops.reshape(
+                votes, (shape[0], shape[1], self.num_capsules, d_cov * d_out)
+            ),
+            self.num_iterations,
+            mask=mask,
         )
-        return ops.cast(capsules, self.compute_dtype)
+        capsules = ops.reshape(
+            capsules, (shape[0], self.num_capsules, d_cov, d_out)
+        )
+        return squashed_length_logit(capsules, axis=(-2, -1)), capsules
 
     def votes(self, inputs):
         """Returns the votes `u_hat[j|i] = W_ij u_i`, `(batch, n_in, n_out,
         d_out)`, in the compute dtype."""
         inputs = ops.cast(inputs, self.compute_dtype)
-        kernel = ops.cast(self.kernel, self.compute_dtype)
-        batch, num_inputs = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        d_in = inputs.shape[-1]
-        flat_outputs = self.num_capsules * self.capsule_dim
-        if self.share_weights:  # One (b i, d) @ (d, j h) product.
-            kernel = ops.reshape(
-                ops.transpose(kernel, (1, 0, 2)), (d_in, flat_outputs)
-            )
-            votes = ops.matmul(ops.reshape(inputs, (-1, d_in)), kernel)
-            return ops.reshape(
-                votes,
-                (batch, num_inputs, self.num_capsules, self.capsule_dim),
-            )
-        # One (b, d) @ (d, j h) product per input capsule i; an einsum
-        # "bid,ijdh->bijh" picks a slower plan in TensorFlow.
-        kernel = ops.reshape(
-            ops.transpose(kernel, (0, 2, 1, 3)),
-            (num_inputs, d_in, flat_outputs),
-        )
-        votes = ops.matmul(ops.transpose(inputs, (1, 0, 2)), kernel)
-        votes = ops.reshape(
-            votes, (num_inputs, batch, self.num_capsules, self.capsule_dim)
-        )
-        return ops.transpose(votes, (1, 0, 2, 3))
+        return self.capsule_votes(inputs[:, :, None, :])[:, :, :, 0, :]
 
-    def compute_mask(self, inputs, mask=None):
-        return None  # The output capsules are always all present.
-
-    def compute_output_shape(self, input_shape):
+    def _own_output_shape(self, input_shape):
         return (input_shape[0], self.num_capsules, self.capsule_dim)
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "num_capsules": self.num_capsules,
-            "capsule_dim": self.capsule_dim,
-            "num_iterations": self.num_iterations,
-            "share_weights": self.share_weights,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
-        }
+        return {**super().get_config(), "share_weights": self.share_weights}

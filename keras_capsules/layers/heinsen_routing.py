@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import validation
+from keras_capsules.layers.capsule_routing import CapsuleRouting
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.heinsen_routing import (
     DEFAULT_EPSILON,
@@ -16,7 +17,7 @@ _INPUT_COUNTS = ("fixed", "variable")
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
-class HeinsenRouting(keras.layers.Layer):
+class HeinsenRouting(CapsuleRouting):
     """Routes scored capsules to scored capsules (Heinsen, 2019).
 
     Each input capsule `mu_inp[i]` (a `d_cov x d_in` matrix) votes
@@ -60,6 +61,9 @@ class HeinsenRouting(keras.layers.Layer):
         epsilon: positive float added to the use totals and the variances
             (see `ops.heinsen_routing`). Defaults to 1e-5, the author's
             code's value.
+        contract: bool, return `[scores, capsules]` without the variances:
+            the capsule contract (see `CapsuleRouting`), whose inputs are
+            this layer's. Defaults to `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -83,6 +87,11 @@ class HeinsenRouting(keras.layers.Layer):
     TensorShape([2, 5, 4, 4])
     """
 
+    _SHARED_WEIGHTS_HINT = (
+        " For a number of input capsules that varies, pass "
+        "num_inputs='variable'."
+    )
+
     def __init__(
         self,
         num_capsules,
@@ -93,28 +102,26 @@ class HeinsenRouting(keras.layers.Layer):
         kernel_initializer=None,
         kernel_regularizer=None,
         epsilon=DEFAULT_EPSILON,
+        contract=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(
+            num_capsules,
+            capsule_dim,
+            num_iterations,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            contract=contract,
+            **kwargs,
+        )
         check_epsilon(self.name, epsilon)
         self.epsilon = float(epsilon)
-        self.num_capsules = num_capsules
-        self.capsule_dim = capsule_dim
-        self.num_iterations = num_iterations
-        names = ["capsule_dim", "num_iterations"]
-        if num_capsules is not None:
-            names.insert(0, "num_capsules")
-        validation.check_positive_ints(self, names)
         validation.check_option(self, "num_inputs", num_inputs, _INPUT_COUNTS)
         self.num_inputs = num_inputs
         self.tie_betas = bool(tie_betas)
-        self.kernel_initializer = (
-            None
-            if kernel_initializer is None
-            else keras.initializers.get(kernel_initializer)
-        )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.supports_masking = True
+
+    def _allows_variable_outputs(self):
+        return True
 
     @property
     def variable_outputs(self):
@@ -126,60 +133,26 @@ class HeinsenRouting(keras.layers.Layer):
         """Whether all input capsules use the same weights."""
         return self.variable_outputs or self.num_inputs == "variable"
 
-    def _split_shapes(self, input_shape):
+    def _own_form_shape(self, input_shape):
         if not isinstance(input_shape, (list, tuple)) or len(input_shape) != 2:
             raise ValueError(
                 f"`{self.name}` expects two inputs, [scores (batch, n_in), "
                 "capsules (batch, n_in, d_cov, d_in)]. Received input shape "
                 f"{input_shape}."
             )
-        scores_shape, capsules_shape = (tuple(s) for s in input_shape)
-        unknown = (
-            capsules_shape[2:]
-            if self.shares_input_weights
-            else (capsules_shape[1:])
-        )
-        if (
-            len(scores_shape) != 2
-            or len(capsules_shape) != 4
-            or None in unknown
-        ):
-            count = "any n_in" if self.shares_input_weights else "known n_in"
-            hint = (
-                ""
-                if self.shares_input_weights
-                else " For a number of input capsules that varies, pass "
-                "num_inputs='variable'."
-            )
-            raise ValueError(
-                f"`{self.name}` expects scores of shape (batch, n_in) and "
-                f"capsules of shape (batch, n_in, d_cov, d_in) with {count} "
-                f"and known d_cov, d_in. Received: scores {scores_shape}, "
-                f"capsules {capsules_shape}.{hint}"
-            )
-        return scores_shape, capsules_shape
+        return self._contract_shape(input_shape)
 
-    def build(self, input_shape):
-        _, (_, n_in, d_cov, d_in) = self._split_shapes(input_shape)
-        initializer = (
-            self.kernel_initializer
-            or keras.initializers.RandomNormal(stddev=1.0 / d_in)
-        )
-        if self.variable_outputs:
-            pair_shape = ()  # One W, B and beta for every (i, j).
-            beta_shape = (1,)
-        elif self.num_inputs == "variable":
-            pair_shape = (self.num_capsules,)  # W_j, B_j, beta_j.
-            beta_shape = pair_shape
-        else:
-            pair_shape = (n_in, self.num_capsules)  # W_ij, B_ij, beta_ij.
-            beta_shape = pair_shape
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(*pair_shape, d_in, self.capsule_dim),
-            initializer=initializer,
-            regularizer=self.kernel_regularizer,
-        )
+    def _default_kernel_initializer(self, d_in):
+        return keras.initializers.RandomNormal(stddev=1.0 / d_in)
+
+    def _kernel_shape(self, num_inputs, d_in):
+        if self.variable_outputs:  # One W for every (i, j).
+            return (d_in, self.capsule_dim)
+        return super()._kernel_shape(num_inputs, d_in)
+
+    def _build_routing(self, num_inputs, d_cov, d_in, initializer):
+        pair_shape = self._kernel_shape(num_inputs, d_in)[:-2]
+        beta_shape = pair_shape or (1,)  # W_ij, B_ij, beta_ij (or per j).
         self.bias = self.add_weight(
             name="bias",
             shape=(*pair_shape, d_cov, self.capsule_dim),
@@ -200,16 +173,27 @@ class HeinsenRouting(keras.layers.Layer):
                 name="beta_ign", shape=beta_shape, initializer="zeros"
             )
 
-    def call(self, inputs, mask=None):
+    def _call_own_form(self, inputs, mask):
         scores, capsules = inputs
-        mask = combined_input_mask(mask)
-        capsules = ops.cast(capsules, self.compute_dtype)
+        outputs = self._route(
+            ops.cast(scores, "float32"),
+            ops.cast(capsules, self.compute_dtype),
+            combined_input_mask(mask),
+        )
+        return [ops.cast(output, self.compute_dtype) for output in outputs]
+
+    def _route(self, scores, capsules, mask):
         beta_use = ops.cast(self.beta_use, "float32")
         beta_ign = (
             beta_use if self.tie_betas else ops.cast(self.beta_ign, "float32")
         )
-        scores = ops.cast(scores, "float32")
         # Route in float32: half-precision Gaussian log-densities overflow.
+        arguments = {
+            "num_iterations": self.num_iterations,
+            "mask": mask,
+            "output_mask": mask if self.variable_outputs else None,
+            "epsilon": self.epsilon,
+        }
         d_in = capsules.shape[-1]
         if self.shares_input_weights and d_in * d_in <= 4 * self.capsule_dim:
             # Votes are one linear map of the inputs: route from moments
@@ -217,34 +201,22 @@ class HeinsenRouting(keras.layers.Layer):
             # d_in^2 per (input, output) pair against d_out for the votes,
             # so wide inputs (SST's 1x64 -> 1x2) route the votes instead.
             kernel, bias = self._linear_vote_weights(capsules)
-            output_scores, means, variances = heinsen_routing_linear(
+            return heinsen_routing_linear(
                 scores,
                 ops.cast(capsules, "float32"),
                 kernel,
                 bias,
                 beta_use,
                 beta_ign,
-                self.num_iterations,
-                mask=mask,
-                output_mask=mask if self.variable_outputs else None,
-                epsilon=self.epsilon,
+                **arguments,
             )
-        else:
-            output_scores, means, variances = heinsen_routing(
-                scores,
-                ops.cast(self.votes(capsules), "float32"),
-                beta_use,
-                beta_ign,
-                self.num_iterations,
-                mask=mask,
-                output_mask=mask if self.variable_outputs else None,
-                epsilon=self.epsilon,
-            )
-        return [
-            ops.cast(output_scores, self.compute_dtype),
-            ops.cast(means, self.compute_dtype),
-            ops.cast(variances, self.compute_dtype),
-        ]
+        return heinsen_routing(
+            scores,
+            ops.cast(self.votes(capsules), "float32"),
+            beta_use,
+            beta_ign,
+            **arguments,
+        )
 
     def _linear_vote_weights(self, capsules):
         """`(kernel (n_out, d_in, d_out), bias)` in float32 such that
@@ -266,72 +238,33 @@ class HeinsenRouting(keras.layers.Layer):
         """Returns the votes `V[i, j] = mu_inp[i] W + B`, `(batch, n_in,
         n_out, d_cov, d_out)`, in the compute dtype."""
         capsules = ops.cast(capsules, self.compute_dtype)
+        if not self.variable_outputs:
+            return self.capsule_votes(capsules, self.bias)
         kernel = ops.cast(self.kernel, self.compute_dtype)
+        transformed = ops.matmul(capsules, kernel)  # (b, i, c, h)
+        anchors = ops.matmul(
+            capsules, ops.cast(self.anchor_kernel, self.compute_dtype)
+        )  # (b, j, c, h)
         bias = ops.cast(self.bias, self.compute_dtype)
-        if self.variable_outputs:
-            transformed = ops.matmul(capsules, kernel)  # (b, i, c, h)
-            anchors = ops.matmul(
-                capsules, ops.cast(self.anchor_kernel, self.compute_dtype)
-            )  # (b, j, c, h)
-            return transformed[:, :, None] + anchors[:, None] + bias
-        batch, num_inputs = ops.shape(capsules)[0], ops.shape(capsules)[1]
-        d_cov, d_in = capsules.shape[2], capsules.shape[3]
-        flat_outputs = self.num_capsules * self.capsule_dim
-        if self.num_inputs == "variable":
-            # One (b i c, d) @ (d, j h) product.
-            kernel = ops.reshape(
-                ops.transpose(kernel, (1, 0, 2)), (d_in, flat_outputs)
-            )
-            votes = ops.matmul(ops.reshape(capsules, (-1, d_in)), kernel)
-            votes = ops.reshape(
-                votes,
-                (batch, num_inputs, d_cov, self.num_capsules, self.capsule_dim),
-            )
-            return ops.transpose(votes, (0, 1, 3, 2, 4)) + bias
-        # One (b c, d) @ (d, j h) product per input capsule i.
-        kernel = ops.reshape(
-            ops.transpose(kernel, (0, 2, 1, 3)),
-            (num_inputs, d_in, flat_outputs),
-        )
-        votes = ops.matmul(
-            ops.reshape(
-                ops.transpose(capsules, (1, 0, 2, 3)), (num_inputs, -1, d_in)
-            ),
-            kernel,
-        )
-        votes = ops.reshape(
-            votes,
-            (num_inputs, batch, d_cov, self.num_capsules, self.capsule_dim),
-        )
-        return ops.transpose(votes, (1, 0, 3, 2, 4)) + bias
+        return transformed[:, :, None] + anchors[:, None] + bias
 
     def compute_mask(self, inputs, mask=None):
         mask = combined_input_mask(mask)
         if self.variable_outputs and mask is not None:
-            return [mask, mask, mask]
+            return [mask] * (2 if self.contract else 3)
         return None  # A fixed set of output capsules is always present.
 
-    def compute_output_shape(self, input_shape):
-        (batch, n_in), (_, _, d_cov, _) = self._split_shapes(input_shape)
-        n_out = n_in if self.variable_outputs else self.num_capsules
+    def _own_output_shape(self, input_shape):
+        self._own_form_shape(input_shape)
+        (batch, n_in), (_, _, d_cov, _) = input_shape
+        n_out = self._num_outputs(n_in)
         capsules_shape = (batch, n_out, d_cov, self.capsule_dim)
         return [(batch, n_out), capsules_shape, capsules_shape]
 
     def get_config(self):
         return {
             **super().get_config(),
-            "num_capsules": self.num_capsules,
-            "capsule_dim": self.capsule_dim,
-            "num_iterations": self.num_iterations,
             "num_inputs": self.num_inputs,
             "tie_betas": self.tie_betas,
-            "kernel_initializer": (
-                None
-                if self.kernel_initializer is None
-                else keras.initializers.serialize(self.kernel_initializer)
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
             "epsilon": self.epsilon,
         }

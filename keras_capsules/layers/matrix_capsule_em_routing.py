@@ -7,22 +7,24 @@ from keras import ops
 
 from keras_capsules.layers import em_activation, validation
 from keras_capsules.layers import inverse_temperatures as schedules
+from keras_capsules.layers.capsule_routing import CapsuleRouting
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR, em_routing
 
 
-def coordinate_offsets(height, width, dtype):
-    """`(H, W, 1, 1, 4, 4)`: the scaled row `(y + 0.5) / H` at entry
-    `(0, 3)` and column `(x + 0.5) / W` at entry `(1, 3)` of each vote, the
-    first two entries of its right-hand column; zero elsewhere."""
+def coordinate_offsets(height, width, dtype, pose_columns=4):
+    """`(H, W, 1, 1, 4, pose_columns)`: the scaled row `(y + 0.5) / H` at
+    entry `(0, -1)` and column `(x + 0.5) / W` at entry `(1, -1)` of each
+    vote, the first two entries of its right-hand column; zero
+    elsewhere."""
     rows = (ops.cast(ops.arange(height), dtype) + 0.5) / ops.cast(height, dtype)
     columns = (ops.cast(ops.arange(width), dtype) + 0.5) / ops.cast(
         width, dtype
     )
-    row_entry = np.zeros((4, 4), "float32")
-    row_entry[0, 3] = 1.0
-    column_entry = np.zeros((4, 4), "float32")
-    column_entry[1, 3] = 1.0
+    row_entry = np.zeros((4, pose_columns), "float32")
+    row_entry[0, -1] = 1.0
+    column_entry = np.zeros((4, pose_columns), "float32")
+    column_entry[1, -1] = 1.0
     offsets = rows[:, None, None, None, None, None] * ops.cast(
         row_entry, dtype
     ) + columns[None, :, None, None, None, None] * ops.cast(column_entry, dtype)
@@ -30,7 +32,7 @@ def coordinate_offsets(height, width, dtype):
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
-class MatrixCapsuleEMRouting(keras.layers.Layer):
+class MatrixCapsuleEMRouting(CapsuleRouting):
     """Matrix capsules routed by EM to `num_capsules` capsules, e.g. one
     per class (the paper's Class Capsules).
 
@@ -48,6 +50,13 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
       addition does not apply.
 
     `beta_u`, `beta_a` are learned per output capsule.
+
+    With `contract=True` the layer speaks the capsule contract (see
+    `CapsuleRouting`): inputs `[logits, poses]`, `(batch, n)` and `(batch,
+    n, d_cov, d_in)` poses of any size, activations `sigmoid(logits)`,
+    and outputs `[logits, poses]`, the logits of the output activations
+    (`lambda (beta_a - cost_j)`, exact where the activation rounds to 0
+    or 1) and `(batch, n_out, d_cov, capsule_dim)` poses.
 
     Args:
         num_capsules: int, output capsules `n_out`.
@@ -67,6 +76,10 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
             the first weighs a child by `(1 - eps) R_ij + eps R0_ij`, where
             `R0` is its first, uniform assignment, so that no parent
             collapses onto a single child. Defaults to `0.0` (the paper).
+        capsule_dim: int, columns of each output pose. Defaults to `4`
+            (the paper's 4x4).
+        contract: bool, take and return `[logits, poses]`. Defaults to
+            `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -77,7 +90,7 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
 
     Returns:
         `[activations, poses]`: `(batch, n_out)` in `[0, 1]` and
-        `(batch, n_out, 4, 4)`.
+        `(batch, n_out, 4, capsule_dim)`.
 
     Example:
 
@@ -87,6 +100,11 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
     >>> activations.shape
     TensorShape([2, 10])
     """
+
+    _SHARED_WEIGHTS_HINT = (
+        " For capsules whose number varies, pass a grid (batch, H, W, B) "
+        "without `contract`: its weights are shared across positions."
+    )
 
     def __init__(
         self,
@@ -100,12 +118,19 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         kernel_initializer=None,
         kernel_regularizer=None,
         assignment_smoothing=0.0,
+        capsule_dim=4,
+        contract=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_capsules = num_capsules
-        self.num_iterations = num_iterations
-        validation.check_positive_ints(self, ["num_capsules", "num_iterations"])
+        super().__init__(
+            num_capsules,
+            capsule_dim,
+            num_iterations,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            contract=contract,
+            **kwargs,
+        )
         self.coordinate_addition = bool(coordinate_addition)
         self.inverse_temperatures = schedules.resolve(
             self, num_iterations, inverse_temperatures
@@ -117,21 +142,17 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
             variance_floor,
             assignment_smoothing,
         )
-        self.kernel_initializer = keras.initializers.get(
-            kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)
-        )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.supports_masking = True
+        self.on_grid = False
 
-    def build(self, input_shape):
+    def _default_kernel_initializer(self, d_in):
+        return keras.initializers.TruncatedNormal(stddev=0.5)
+
+    def _own_form_shape(self, input_shape):
         grid = validation.matrix_capsule_shapes(self, input_shape)
-        self.on_grid = len(grid) == 4
-        self.kernel = self.add_weight(  # W[t, j] (grid) or W[i, j]: 4x4
-            name="kernel",
-            shape=(grid[-1], self.num_capsules, 4, 4),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
+        self.on_grid = len(grid) == 4  # W[t, j] on a grid, else W[i, j].
+        return grid[-1], 4, 4
+
+    def _build_routing(self, num_inputs, d_cov, d_in, initializer):
         self.beta_u = self.add_weight(
             name="beta_u", shape=(self.num_capsules,), initializer="zeros"
         )
@@ -141,63 +162,69 @@ class MatrixCapsuleEMRouting(keras.layers.Layer):
         schedules.add_weight(self)
 
     def votes(self, poses):
-        """`(batch, n_in, n_out, 16)` votes of `(batch, ..., 4, 4)` poses,
-        in float32, coordinates added."""
-        votes = ops.einsum("b...ik,...jkl->b...jil", poses, self.kernel)
+        """`(batch, n_in, n_out, d_cov d_out)` votes of `(batch, ..., d_cov,
+        d_in)` poses, in float32, coordinates added on a grid."""
+        poses = ops.cast(poses, self.compute_dtype)
+        shape = ops.shape(poses)
+        types, d_cov = self.kernel.shape[0], poses.shape[-2]
+        votes = self.capsule_votes(  # Positions of a grid as examples.
+            ops.reshape(poses, (-1, types, d_cov, poses.shape[-1]))
+        )
         votes = ops.cast(votes, "float32")
-        if self.on_grid and self.coordinate_addition:
-            shape = ops.shape(poses)
-            votes = votes + coordinate_offsets(shape[1], shape[2], "float32")
-        batch = ops.shape(poses)[0]
-        return ops.reshape(votes, (batch, -1, self.num_capsules, 16))
+        if self.on_grid:
+            votes = ops.reshape(votes, (*shape[:3], *votes.shape[1:]))
+            if self.coordinate_addition:
+                votes = votes + coordinate_offsets(
+                    shape[1], shape[2], "float32", self.capsule_dim
+                )
+        return ops.reshape(
+            votes, (shape[0], -1, self.num_capsules, d_cov * self.capsule_dim)
+        )
 
-    def call(self, inputs, mask=None):
-        activations, poses = inputs
+    def _route(self, logits, poses, mask):
+        return self._em_routing(ops.sigmoid(logits), poses, mask)
+
+    def _em_routing(self, activations, poses, mask):
+        """Float32 `(logits, means, variances)` of the output capsules."""
         batch = ops.shape(activations)[0]
-        mask = combined_input_mask(mask)
         if mask is not None:
             mask = ops.reshape(mask, (batch, -1))
         # Route in float32: float16 variances and log-densities lose range.
         votes = self.votes(poses)
-        output_activations, means, _ = em_routing(
+        logits, means, variances = em_routing(
             votes,
             ops.reshape(ops.cast(activations, "float32"), (batch, -1)),
             ops.cast(self.beta_u, "float32"),
             ops.cast(self.beta_a, "float32"),
             self.inverse_temperature_weight,
             mask=mask,
+            return_logits=True,
             **em_activation.op_arguments(self, votes.shape[1]),
         )
+        shape = (batch, self.num_capsules, poses.shape[-2], self.capsule_dim)
+        return logits, ops.reshape(means, shape), ops.reshape(variances, shape)
+
+    def _call_own_form(self, inputs, mask):
+        activations, poses = inputs
+        logits, means, _ = self._em_routing(
+            activations, poses, combined_input_mask(mask)
+        )
         return [
-            ops.cast(output_activations, self.compute_dtype),
-            ops.cast(
-                ops.reshape(means, (batch, self.num_capsules, 4, 4)),
-                self.compute_dtype,
-            ),
+            ops.cast(ops.sigmoid(logits), self.compute_dtype),
+            ops.cast(means, self.compute_dtype),
         ]
 
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
+    def _own_output_shape(self, input_shape):
         batch = input_shape[0][0]
         return [
             (batch, self.num_capsules),
-            (batch, self.num_capsules, 4, 4),
+            (batch, self.num_capsules, 4, self.capsule_dim),
         ]
 
     def get_config(self):
         return {
             **super().get_config(),
-            "num_capsules": self.num_capsules,
             "coordinate_addition": self.coordinate_addition,
-            "num_iterations": self.num_iterations,
             "inverse_temperatures": self.inverse_temperatures,
             **em_activation.config(self),
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
         }

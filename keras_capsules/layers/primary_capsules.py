@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import validation
-from keras_capsules.ops.squash import squash
+from keras_capsules.ops.squash import squash, squashed_length_logit
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -25,6 +25,10 @@ class PrimaryCapsules(keras.layers.Layer):
         padding: `"valid"` or `"same"`. Defaults to `"valid"`.
         kernel_initializer: initializer of the convolution kernel.
         kernel_regularizer: optional regularizer of the convolution kernel.
+        contract: bool, return the capsule contract `[logits, poses]`
+            (see `CapsuleRouting`): `(batch, n)` logits `2 log |s|` of the
+            capsules' lengths and `(batch, n, 1, capsule_dim)` poses, the
+            squashed capsules. Defaults to `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -49,9 +53,11 @@ class PrimaryCapsules(keras.layers.Layer):
         padding="valid",
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
+        contract=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.contract = bool(contract)
         self.num_capsule_types = num_capsule_types
         self.capsule_dim = capsule_dim
         validation.check_positive_ints(
@@ -84,15 +90,24 @@ class PrimaryCapsules(keras.layers.Layer):
             features, (ops.shape(features)[0], -1, self.capsule_dim)
         )
         # Squash in float32: |s|^2 overflows float16 above 256.
-        return ops.cast(
-            squash(ops.cast(capsules, "float32")), self.compute_dtype
-        )
+        capsules = squash(ops.cast(capsules, "float32"))
+        if self.contract:
+            return [
+                ops.cast(squashed_length_logit(capsules), self.compute_dtype),
+                ops.cast(capsules[:, :, None, :], self.compute_dtype),
+            ]
+        return ops.cast(capsules, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
         _, height, width, _ = self.convolution.compute_output_shape(input_shape)
         count = None
         if height is not None and width is not None:
             count = height * width * self.num_capsule_types
+        if self.contract:
+            return [
+                (input_shape[0], count),
+                (input_shape[0], count, 1, self.capsule_dim),
+            ]
         return (input_shape[0], count, self.capsule_dim)
 
     def get_config(self):
@@ -109,4 +124,5 @@ class PrimaryCapsules(keras.layers.Layer):
             "kernel_regularizer": keras.regularizers.serialize(
                 self.kernel_regularizer
             ),
+            "contract": self.contract,
         }

@@ -26,6 +26,10 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             convolution's bias, the logit of every activation before
             training. Defaults to `"zeros"`.
         kernel_regularizer: optional regularizer of both kernels.
+        contract: bool, return the capsule contract `[logits, poses]`
+            (see `CapsuleRouting`): the grid flattened to `n = H' W' B`
+            capsules (by row, column, type), `(batch, n)` activation
+            logits and `(batch, n, 4, 4)` poses. Defaults to `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -51,9 +55,11 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         activation_bias_initializer="zeros",
+        contract=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.contract = bool(contract)
         self.num_capsule_types = num_capsule_types
         validation.check_positive_ints(self, ["num_capsule_types"])
         validation.check_option(self, "padding", padding, ("valid", "same"))
@@ -94,11 +100,25 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         poses = self.pose_convolution(inputs)  # (b, H', W', B * 16)
         grid = ops.shape(poses)[:3]
         poses = ops.reshape(poses, (*grid, self.num_capsule_types, 4, 4))
-        activations = ops.sigmoid(self.activation_convolution(inputs))
-        return [activations, poses]
+        logits = self.activation_convolution(inputs)
+        if self.contract:  # Keep a static capsule count where known.
+            height, width = logits.shape[1], logits.shape[2]
+            count = (
+                -1
+                if height is None or width is None
+                else height * width * self.num_capsule_types
+            )
+            return [
+                ops.reshape(logits, (grid[0], count)),
+                ops.reshape(poses, (grid[0], count, 4, 4)),
+            ]
+        return [ops.sigmoid(logits), poses]
 
     def compute_output_shape(self, input_shape):
         grid = self.activation_convolution.compute_output_shape(input_shape)
+        if self.contract:
+            count = None if None in grid[1:] else grid[1] * grid[2] * grid[3]
+            return [(grid[0], count), (grid[0], count, 4, 4)]
         return [grid, (*grid, 4, 4)]
 
     def get_config(self):
@@ -117,4 +137,5 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             "activation_bias_initializer": keras.initializers.serialize(
                 self.activation_bias_initializer
             ),
+            "contract": self.contract,
         }

@@ -38,6 +38,8 @@ class MarginLoss(keras.losses.Loss):
             below. Defaults to `0.1`.
         negative_weight: float `lambda`, the weight of absent classes.
             Defaults to `0.5`.
+        from_logits: bool, `y_pred` holds activation logits (the capsule
+            contract's, `activation = sigmoid(logit)`). Defaults to `False`.
         reduction, name, dtype: as for any `keras.losses.Loss`.
     """
 
@@ -49,14 +51,18 @@ class MarginLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
         name="margin_loss",
         dtype=None,
+        from_logits=False,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.from_logits = bool(from_logits)
         self.positive_margin = float(positive_margin)
         self.negative_margin = float(negative_margin)
         self.negative_weight = float(negative_weight)
 
     def call(self, y_true, y_pred):
         y_pred = ops.cast(y_pred, "float32")
+        if self.from_logits:
+            y_pred = ops.sigmoid(y_pred)
         targets = class_targets(y_true, y_pred.shape[-1])
         return margin_loss(
             targets,
@@ -72,4 +78,5 @@ class MarginLoss(keras.losses.Loss):
             "positive_margin": self.positive_margin,
             "negative_margin": self.negative_margin,
             "negative_weight": self.negative_weight,
+            "from_logits": self.from_logits,
         }

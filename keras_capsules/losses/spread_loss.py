@@ -21,6 +21,8 @@ class SpreadLoss(keras.losses.Loss):
 
     Args:
         margin: float, the starting margin `m`. Defaults to `0.2`.
+        from_logits: bool, `y_pred` holds activation logits (the capsule
+            contract's, `activation = sigmoid(logit)`). Defaults to `False`.
         reduction, name, dtype: as for any `keras.losses.Loss`.
     """
 
@@ -30,14 +32,18 @@ class SpreadLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
         name="spread_loss",
         dtype=None,
+        from_logits=False,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.from_logits = bool(from_logits)
         self.margin = keras.Variable(
             float(margin), trainable=False, dtype="float32", name="margin"
         )
 
     def call(self, y_true, y_pred):
         y_pred = ops.cast(y_pred, "float32")
+        if self.from_logits:
+            y_pred = ops.sigmoid(y_pred)
         targets = class_targets(y_true, y_pred.shape[-1])
         return spread_loss(targets, y_pred, self.margin)
 
@@ -45,4 +51,5 @@ class SpreadLoss(keras.losses.Loss):
         return {
             **super().get_config(),
             "margin": float(ops.convert_to_numpy(self.margin)),
+            "from_logits": self.from_logits,
         }

@@ -1,6 +1,12 @@
 """Reference architectures built from the layers."""
 
 from keras_capsules.models.capsnet import CapsNet, capsnet
+from keras_capsules.models.capsule_classifier import (
+    ROUTINGS,
+    capsule_classifier,
+    classifier_loss,
+    default_backbone,
+)
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
     generative_capsule_autoencoder,
@@ -35,10 +41,14 @@ from keras_capsules.models.vae import VariationalAutoencoder
 __all__ = [
     "DEFAULT_MATRIX_CAPSNET_RECIPE",
     "MATRIX_CAPSNET_RECIPES",
+    "ROUTINGS",
     "CapsNet",
     "GenerativeCapsuleAutoencoder",
     "VariationalAutoencoder",
     "capsnet",
+    "capsule_classifier",
+    "classifier_loss",
+    "default_backbone",
     "generative_capsule_autoencoder",
     "heinsen_image",
     "heinsen_sequence",

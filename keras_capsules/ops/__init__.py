@@ -4,6 +4,7 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
+from keras_capsules.ops.capsule_votes import capsule_votes
 from keras_capsules.ops.conv_em_routing import conv_em_routing
 from keras_capsules.ops.dynamic_routing import dynamic_routing
 from keras_capsules.ops.em_routing import em_routing, em_routing_trace
@@ -15,11 +16,16 @@ from keras_capsules.ops.interpolating_coefficient import (
 )
 from keras_capsules.ops.margin_loss import margin_loss
 from keras_capsules.ops.spread_loss import spread_loss
-from keras_capsules.ops.squash import safe_norm, squash
+from keras_capsules.ops.squash import (
+    safe_norm,
+    squash,
+    squashed_length_logit,
+)
 
 __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
+    "capsule_votes",
     "conv_em_routing",
     "dynamic_routing",
     "em_routing",
@@ -32,4 +38,5 @@ __all__ = [
     "safe_norm",
     "spread_loss",
     "squash",
+    "squashed_length_logit",
 ]

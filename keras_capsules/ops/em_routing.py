@@ -255,6 +255,7 @@ def _dense_routing(
     mask,
     options,
     trace=None,
+    return_logits=False,
 ):
     """`em_routing` with an optional trace (see `em_routing_on_patches`)."""
     votes = ops.convert_to_tensor(votes)
@@ -280,7 +281,9 @@ def _dense_routing(
         options,
         trace,
     )
-    return ops.sigmoid(logits[:, 0]), means[:, 0], variances[:, 0]
+    logits = logits[:, 0]
+    activations = logits if return_logits else ops.sigmoid(logits)
+    return activations, means[:, 0], variances[:, 0]
 
 
 def em_routing_trace(
@@ -327,6 +330,7 @@ def em_routing(
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
     assignment_smoothing=0.0,
+    return_logits=False,
 ):
     """Routes votes with EM (Hinton, Sabour, Frosst 2018, Procedure 1).
 
@@ -375,10 +379,14 @@ def em_routing(
         standardize_costs: bool. Defaults to `False`.
         variance_floor: float `> 0`. Defaults to `VARIANCE_FLOOR`.
         assignment_smoothing: float in `[0, 1)`. Defaults to `0.0`.
+        return_logits: bool, return the activations' logits
+            `logit_j` (`a_j = logistic(logit_j)`) instead of `a_j`, exact
+            where `a_j` rounds to 0 or 1. Defaults to `False`.
 
     Returns:
         `(activations, means, variances)`: `(batch, n_out)` activations in
-        `[0, 1]` and `(batch, n_out, h)` means and variances.
+        `[0, 1]` (or their logits) and `(batch, n_out, h)` means and
+        variances.
     """
     options = ActivationCost(
         activation_bias_gain,
@@ -389,5 +397,12 @@ def em_routing(
         assignment_smoothing,
     )
     return _dense_routing(
-        votes, activations, beta_u, beta_a, inverse_temperatures, mask, options
+        votes,
+        activations,
+        beta_u,
+        beta_a,
+        inverse_temperatures,
+        mask,
+        options,
+        return_logits=return_logits,
     )

@@ -45,6 +45,16 @@ class MarginLossTest(tf.test.TestCase):
             restored(self.labels, self.lengths), loss(self.labels, self.lengths)
         )
 
+    def test_from_logits_takes_the_logits_of_the_lengths(self):
+        logits = np.log(self.lengths / (1 - self.lengths))
+        loss = losses.MarginLoss(from_logits=True)
+        self.assertAllClose(
+            loss(self.labels, logits), self.expected.mean(), rtol=1e-5
+        )
+        self.assertTrue(
+            losses.MarginLoss.from_config(loss.get_config()).from_logits
+        )
+
     def test_rejects_bad_label_shape(self):
         with self.assertRaisesRegex(ValueError, r"class ids \(batch,\)"):
             losses.MarginLoss()(np.zeros((4, 3, 2)), self.lengths)

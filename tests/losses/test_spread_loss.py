@@ -21,6 +21,19 @@ class SpreadLossTest(tf.test.TestCase):
         self.assertAllClose(loss(labels, activations), expected)
         self.assertAllClose(loss(np.eye(3)[labels], activations), expected)
 
+    def test_from_logits_takes_the_logits_of_the_activations(self):
+        activations = np.array([[0.3, 0.6, 0.1], [0.2, 0.7, 0.9]], "f4")
+        logits = np.log(activations / (1 - activations))
+        loss = losses.SpreadLoss(0.5, from_logits=True)
+        self.assertAllClose(
+            loss([0, 2], logits),
+            spread_reference(np.array([0, 2]), activations, 0.5).mean(),
+            rtol=1e-5,
+        )
+        self.assertTrue(
+            losses.SpreadLoss.from_config(loss.get_config()).from_logits
+        )
+
     def test_margin_variable_changes_the_loss_and_the_config(self):
         loss = losses.SpreadLoss()
         activations = np.array([[0.6, 0.5]], "float32")

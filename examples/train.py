@@ -1,0 +1,127 @@
+"""Any routing family on one backbone: `models.capsule_classifier`.
+
+Trains the classifier with `--routing` (dynamic, em, heinsen, or
+capsule regression as a head) on MNIST, Fashion-MNIST or the built-in
+procedural shapes, whose test has familiar and novel viewpoints, with
+each family's own loss (`models.classifier_loss`) and everything else
+equal. `examples/compare_routing.sh` runs every family on every dataset
+and `examples/results_table.py` tabulates them.
+
+Usage:
+  python -m examples.train --routing=heinsen --dataset=mnist \\
+      --model_dir=runs/heinsen_mnist
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+from examples import runs
+from keras_capsules import callbacks, datasets, models
+
+DATASETS = ("mnist", "fashion_mnist", "procedural_shapes")
+# The script's defaults of the flags of `examples/runs.py`: Adam's peak
+# learning rate (cosine decay), `--capsule_dim` the columns of each class
+# capsule's 4 x d pose (the capsules' size in capsule regression).
+DEFAULTS = {
+    "dataset": "mnist",
+    "epochs": 2,
+    "batch_size": 32,
+    "learning_rate": 1e-3,
+    "capsule_dim": 4,
+}
+
+_ROUTING = flags.DEFINE_enum(
+    "routing", "heinsen", list(models.ROUTINGS), "The class capsules."
+)
+_PRIMARY_TYPES = flags.DEFINE_integer(
+    "primary_types", 8, "Primary capsule types per position."
+)
+_ROUTING_ITERATIONS = flags.DEFINE_integer(
+    "routing_iterations", 3, "Iterations of the class capsules' routing."
+)
+
+
+def load_arrays(name, split, size):
+    """`(images, labels)` float32 in [0, 1] and int64, the first `size`."""
+    if name == "procedural_shapes":
+        data = datasets.load_procedural_shapes(split, num_examples=size)
+        return data["image"], data["label"]
+    images, labels = datasets.load_image_arrays(name, split)
+    return images[:size], labels[:size]
+
+
+def test_splits(name):
+    """Test splits: novel viewpoints as well for the procedural shapes."""
+    return ("test", "test_novel") if name == "procedural_shapes" else ("test",)
+
+
+def batches(images, labels, batch_size, shuffle_seed=None):
+    data = tf.data.Dataset.from_tensor_slices((images, labels))
+    if shuffle_seed is not None:
+        data = data.shuffle(len(labels), seed=shuffle_seed)
+    return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def main(argv):
+    del argv
+    strategy = runs.set_up(**DEFAULTS)
+    name, routing = runs.dataset(DATASETS), _ROUTING.value
+    batch_size, epochs = runs.BATCH_SIZE.value, runs.EPOCHS.value
+    images, labels = load_arrays(name, "train", runs.TRAIN_SIZE.value)
+    train = batches(images, labels, batch_size, runs.SEED.value)
+    tests = {
+        split: batches(
+            *load_arrays(name, split, runs.TEST_SIZE.value), batch_size
+        ).cache()
+        for split in test_splits(name)
+    }
+    total_steps = epochs * int(np.ceil(len(labels) / batch_size))
+    with strategy.scope():
+        model = models.capsule_classifier(
+            images.shape[1:],
+            int(labels.max()) + 1,
+            routing=routing,
+            num_primary_types=_PRIMARY_TYPES.value,
+            capsule_dim=runs.CAPSULE_DIM.value,
+            num_iterations=_ROUTING_ITERATIONS.value,
+        )
+        loss = models.classifier_loss(routing)
+        model.compile(
+            optimizer=keras.optimizers.Adam(
+                keras.optimizers.schedules.CosineDecay(
+                    runs.LEARNING_RATE.value, total_steps
+                )
+            ),
+            loss=loss,
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            jit_compile=runs.use_xla(),
+        )
+    extra_callbacks = (
+        [callbacks.SpreadLossMargin(loss, total_steps)]
+        if routing == "em"
+        else []
+    )
+    runs.train_and_evaluate(
+        main,
+        model,
+        train,
+        tests,
+        f"capsule_classifier_{routing}.keras",
+        len(labels),
+        name,
+        extra_callbacks=extra_callbacks,
+    )
+    runs.export_serving(
+        model,
+        tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images"),
+        lambda logits: {
+            "logits": tf.cast(logits, tf.float32),
+            "probabilities": tf.nn.softmax(tf.cast(logits, tf.float32)),
+        },
+    )
+
+
+if __name__ == "__main__":
+    runs.run(main, **DEFAULTS)

@@ -1,0 +1,161 @@
+"""One backbone, any routing family: the comparison every capsule paper
+makes, on equal terms."""
+
+import keras
+
+from keras_capsules import layers, losses
+from keras_capsules.layers import inverse_temperatures as schedules
+
+ROUTINGS = ("dynamic", "em", "heinsen", "regression")
+
+# The routing arguments of each family's class capsules, beyond the
+# shared `num_iterations` and `capsule_dim`. EM takes the library's
+# "standardized" recipe (`models.MATRIX_CAPSNET_RECIPES`; README "Matrix
+# capsules"): Procedure 1 as written saturates its activations here.
+_FAMILY_ARGUMENTS = {
+    "dynamic": {},
+    "em": {
+        "cost_normalization": "standardize",
+        "variance_floor": 5e-4,
+        "assignment_smoothing": 0.8,
+    },
+    "heinsen": {},
+}
+_EM_FINAL_INVERSE_TEMPERATURE = 1.0
+
+
+def default_backbone(image_shape, filters=(32, 64)):
+    """Returns the classifier's default backbone: 5x5 then 3x3 ReLU
+    convolutions, each of stride 2 (`"same"` padding), so 28x28 images
+    give 7x7 feature maps.
+
+    Args:
+        image_shape: `(H, W, channels)`.
+        filters: channels of the two convolutions.
+    """
+    images = keras.Input(image_shape)
+    features = images
+    for index, (channels, size) in enumerate(zip(filters, (5, 3))):
+        features = keras.layers.Conv2D(
+            channels,
+            size,
+            strides=2,
+            padding="same",
+            activation="relu",
+            name=f"conv{index + 1}",
+        )(features)
+    return keras.Model(images, features, name="backbone")
+
+
+def _routing_layer(routing, num_classes, capsule_dim, num_iterations):
+    if not isinstance(routing, str):
+        return routing
+    arguments = {
+        "num_iterations": num_iterations,
+        "contract": True,
+        "name": "class_capsules",
+        **_FAMILY_ARGUMENTS[routing],
+    }
+    if routing == "dynamic":
+        return layers.DynamicRouting(num_classes, capsule_dim, **arguments)
+    if routing == "heinsen":
+        return layers.HeinsenRouting(num_classes, capsule_dim, **arguments)
+    return layers.MatrixCapsuleEMRouting(
+        num_classes,
+        capsule_dim=capsule_dim,
+        inverse_temperatures=schedules.linear_inverse_temperatures(
+            num_iterations, _EM_FINAL_INVERSE_TEMPERATURE
+        ),
+        **arguments,
+    )
+
+
+def capsule_classifier(
+    image_shape,
+    num_classes,
+    routing="heinsen",
+    backbone=None,
+    num_primary_types=8,
+    capsule_dim=4,
+    num_iterations=3,
+    name=None,
+):
+    """Returns a classifier: backbone, primary capsules, class capsules.
+
+    ```none
+    backbone         images -> feature maps (batch, H, W, C)
+    primary_caps     1x1 convolutions -> the capsule contract: n = H W B
+                     capsules, (batch, n) logits, (batch, n, 4, 4) poses
+    class_capsules   the routing family -> (batch, num_classes) logits,
+                     (batch, num_classes, 4, capsule_dim) poses
+    ```
+
+    The primary stage (`layers.PrimaryMatrixCapsules(contract=True)`) is
+    the same for every family, and each family's class capsules have a
+    weight `W[i, j]` of `4 x capsule_dim` per input and class, so the
+    families differ only in how they route. `routing="regression"`
+    replaces the primary and class capsules with a `CapsuleRegression`
+    head over the flattened features (Saul's model: one capsule per
+    class, no routing); its logits are the log of its class
+    probabilities. A layer given as `routing` must map `[logits (batch,
+    n), poses (batch, n, 4, 4)]` to `[logits (batch, num_classes), poses]`
+    (the capsule contract; see `layers.CapsuleRouting`).
+
+    `classifier_loss(routing)` gives each family's loss on these logits.
+
+    Args:
+        image_shape: `(H, W, channels)`.
+        num_classes: int, classes.
+        routing: `"dynamic"`, `"em"`, `"heinsen"`, `"regression"`, or a
+            layer that keeps the capsule contract. Defaults to `"heinsen"`.
+        backbone: a Keras model (or layer) from images to feature maps
+            `(batch, H, W, C)`; None for `default_backbone(image_shape)`.
+        num_primary_types: int `B`, primary capsule types per position.
+        capsule_dim: int, columns of each class capsule's pose.
+        num_iterations: int, routing iterations of the class capsules.
+        name: model name; None for `capsule_classifier_<routing>`.
+
+    Returns:
+        A `keras.Model` from images to `(batch, num_classes)` class logits
+        (class activations `sigmoid(logits)`); the routing layer is
+        `model.get_layer("class_capsules")`, its output poses
+        `model.get_layer("class_capsules").output[1]`.
+    """
+    if isinstance(routing, str) and routing not in ROUTINGS:
+        raise ValueError(
+            "`capsule_classifier` expects `routing` to be one of "
+            f"{ROUTINGS} or a layer that keeps the capsule contract. "
+            f"Received: routing={routing!r}."
+        )
+    images = keras.Input(image_shape, name="images")
+    backbone = backbone or default_backbone(image_shape)
+    features = backbone(images)
+    if routing == "regression":
+        flat = keras.layers.Flatten(name="flatten")(features)
+        logits = layers.CapsuleRegression(
+            num_classes, capsule_dim, return_logits=True, name="class_capsules"
+        )(flat)
+    else:
+        capsules = layers.PrimaryMatrixCapsules(
+            num_primary_types, contract=True, name="primary_caps"
+        )(features)
+        logits, _ = _routing_layer(
+            routing, num_classes, capsule_dim, num_iterations
+        )(capsules)
+    label = routing if isinstance(routing, str) else type(routing).__name__
+    return keras.Model(
+        images, logits, name=name or f"capsule_classifier_{label.lower()}"
+    )
+
+
+def classifier_loss(routing):
+    """Each family's loss on class logits, with class ids as labels: the
+    margin loss for `"dynamic"` (Sabour et al.), the spread loss for
+    `"em"` (Hinton et al.; raise its margin with
+    `callbacks.SpreadLossMargin`), cross-entropy for `"heinsen"`,
+    `"regression"` and any other routing layer."""
+    if routing == "dynamic":
+        return losses.MarginLoss(from_logits=True)
+    if routing == "em":
+        return losses.SpreadLoss(from_logits=True)
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -1,0 +1,83 @@
+"""Votes of input capsules for output capsules: one linear map per pair."""
+
+from keras import ops
+
+
+def capsule_votes(poses, kernel, bias=None, shared=False):
+    """Returns the votes `V[i, j] = P[i] W[i, j] + B[i, j]`.
+
+    Every routing family starts from these votes; only the symbols differ:
+
+    ```none
+    paper                       pose P[i]   weight W[i, j]   vote V[i, j]
+    Sabour et al. 2017, eq. 2   u_i         W_ij (as W^T)    u_hat[j|i]
+    Hinton et al. 2018, sec. 2  M_i         W_ij             V_ij
+    Heinsen 2019, Algorithm 1   mu_inp[i]   W_ij (and B_ij)  V_ij
+    ```
+
+    Poses are `d_cov x d_in` matrices (a vector capsule is a `1 x d_in`
+    matrix) and multiply the kernel from the left, so a vote is `d_cov x
+    d_out`. With `shared=True` every input capsule uses the same `W[j]`
+    (and `B[j]`), so the number of input capsules may vary from call to
+    call. The kernel and bias are cast to the poses' dtype.
+
+    Args:
+        poses: float `(batch, n_in, d_cov, d_in)`.
+        kernel: `(n_in, n_out, d_in, d_out)`, or `(n_out, d_in, d_out)`
+            with `shared=True`.
+        bias: optional, broadcastable to `(n_in, n_out, d_cov, d_out)`
+            (`(n_out, d_cov, d_out)` with `shared=True`).
+        shared: bool, one weight per output capsule for all inputs.
+
+    Returns:
+        `(batch, n_in, n_out, d_cov, d_out)` votes.
+    """
+    poses = ops.convert_to_tensor(poses)
+    kernel = ops.cast(kernel, poses.dtype)
+    kernel_rank = 3 if shared else 4
+    if (
+        poses.ndim != 4
+        or kernel.ndim != kernel_rank
+        or poses.shape[-1] != kernel.shape[-2]
+        or (not shared and poses.shape[1] not in (None, kernel.shape[0]))
+    ):
+        expected = (
+            "(n_out, d_in, d_out)" if shared else "(n_in, n_out, d_in, d_out)"
+        )
+        raise ValueError(
+            "`capsule_votes` expects poses of shape (batch, n_in, d_cov, "
+            f"d_in) and a kernel of shape {expected} (shared={shared}). "
+            f"Received: poses {tuple(poses.shape)}, kernel "
+            f"{tuple(kernel.shape)}. A kernel without an input axis needs "
+            "shared=True."
+        )
+    batch, num_inputs = ops.shape(poses)[0], ops.shape(poses)[1]
+    d_cov, d_in = poses.shape[2], poses.shape[3]
+    num_outputs, d_out = kernel.shape[-3], kernel.shape[-1]
+    flat_outputs = num_outputs * d_out
+    if shared:  # One (b i c, d) @ (d, j h) product.
+        kernel = ops.reshape(ops.transpose(kernel, (1, 0, 2)), (d_in, -1))
+        votes = ops.matmul(ops.reshape(poses, (-1, d_in)), kernel)
+        votes = ops.reshape(
+            votes, (batch, num_inputs, d_cov, num_outputs, d_out)
+        )
+        votes = ops.transpose(votes, (0, 1, 3, 2, 4))
+    else:
+        # One (b c, d) @ (d, j h) product per input capsule i; an einsum
+        # "bicd,ijdh->bijch" picks a slower plan in TensorFlow.
+        kernel = ops.reshape(
+            ops.transpose(kernel, (0, 2, 1, 3)), (-1, d_in, flat_outputs)
+        )
+        votes = ops.matmul(
+            ops.reshape(
+                ops.transpose(poses, (1, 0, 2, 3)), (num_inputs, -1, d_in)
+            ),
+            kernel,
+        )
+        votes = ops.reshape(
+            votes, (num_inputs, batch, d_cov, num_outputs, d_out)
+        )
+        votes = ops.transpose(votes, (1, 0, 3, 2, 4))
+    if bias is not None:
+        votes = votes + ops.cast(bias, votes.dtype)
+    return votes

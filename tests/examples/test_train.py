@@ -1,0 +1,91 @@
+"""`examples/train.py`, in-process: every routing family on one backbone,
+one `results.json` schema, export and resume."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver, parameterized
+
+from examples import runs, train
+from keras_capsules import models
+
+FLAGS = flags.FLAGS
+
+
+def run_train(model_dir, **overrides):
+    """Runs `train.main` on 64 procedural shapes; returns results.json."""
+    settings = {
+        "dataset": "procedural_shapes",
+        "train_size": 64,
+        "test_size": 32,
+        "batch_size": 16,
+        "primary_types": 2,
+        "model_dir": model_dir,
+        **overrides,
+    }
+    if not FLAGS.is_parsed():
+        FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(**settings):
+        train.main(["train"])
+    with open(os.path.join(model_dir, "results.json")) as file:
+        return json.load(file)
+
+
+class TrainTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.parameters(*models.ROUTINGS)
+    def test_every_routing_trains_and_writes_one_schema(self, routing):
+        model_dir = self.create_tempdir().full_path
+        results = run_train(model_dir, routing=routing, epochs=1)
+        self.assertEqual(results["script"], "examples.train")
+        self.assertEqual(results["flags"]["routing"], routing)
+        # The script's default, and a run-level flag given.
+        self.assertEqual(results["flags"]["learning_rate"], 1e-3)
+        self.assertEqual(results["flags"]["batch_size"], 16)
+        self.assertEqual(set(results["evaluation"]), {"test", "test_novel"})
+        for scores in results["evaluation"].values():
+            self.assertBetween(scores["accuracy"], 0.0, 1.0)
+            self.assertTrue(np.isfinite(scores["loss"]))
+        self.assertLen(results["seconds_per_epoch"], 1)
+        self.assertGreater(results["examples_per_second"], 0)
+        model = keras.saving.load_model(
+            os.path.join(model_dir, f"capsule_classifier_{routing}.keras")
+        )
+        self.assertEqual(model.count_params(), results["parameters"])
+
+    def test_script_defaults_apply_unless_given(self):
+        results = run_train(self.create_tempdir().full_path)
+        self.assertEqual(results["flags"]["epochs"], train.DEFAULTS["epochs"])
+        self.assertLen(results["history"]["loss"], train.DEFAULTS["epochs"])
+
+    def test_scripts_in_one_process_do_not_inherit_defaults(self):
+        if not FLAGS.is_parsed():
+            FLAGS.mark_as_parsed()
+        with flagsaver.flagsaver():
+            runs.set_defaults(train_size=50000, epochs=30)
+            runs.set_defaults(**train.DEFAULTS)
+            self.assertIsNone(FLAGS.train_size)
+            self.assertEqual(FLAGS.epochs, train.DEFAULTS["epochs"])
+
+    def test_exports_logits_and_probabilities(self):
+        directory = self.create_tempdir().full_path
+        export_dir = os.path.join(directory, "export")
+        run_train(directory, epochs=1, export_dir=export_dir)
+        exported = tf.saved_model.load(export_dir)
+        served = exported.serve(tf.zeros((3, 28, 28, 1)))
+        model = keras.saving.load_model(
+            os.path.join(directory, "capsule_classifier_heinsen.keras")
+        )
+        self.assertAllClose(
+            served["logits"], model(np.zeros((3, 28, 28, 1))), atol=1e-5
+        )
+        self.assertAllClose(
+            tf.reduce_sum(served["probabilities"], -1), np.ones(3)
+        )
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,94 @@
+"""Capsule votes against a loop-by-loop NumPy version of `V = P W + B`."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import ops as capsule_ops
+
+
+def votes_reference(poses, kernel, bias, shared):
+    """`V[b, i, j] = P[b, i] @ W[i, j] + B[i, j]`, one product at a time."""
+    batch, n_in = poses.shape[:2]
+    n_out = kernel.shape[-3]
+    votes = np.zeros(
+        (batch, n_in, n_out, poses.shape[2], kernel.shape[-1]), poses.dtype
+    )
+    for b in range(batch):
+        for i in range(n_in):
+            for j in range(n_out):
+                weight = kernel[j] if shared else kernel[i, j]
+                offset = 0.0
+                if bias is not None:
+                    offset = bias[j] if shared else bias[i, j]
+                votes[b, i, j] = poses[b, i] @ weight + offset
+    return votes
+
+
+class CapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("per_pair", False, False, 3),
+        ("per_pair_bias", False, True, 4),
+        ("shared", True, False, 4),
+        ("shared_bias", True, True, 1),
+        ("vector_capsules", False, True, 1),
+    )
+    def test_matches_reference(self, shared, with_bias, d_cov):
+        rng = np.random.default_rng(d_cov)
+        n_in, n_out, d_in, d_out = 5, 3, 4, 6
+        poses = rng.normal(size=(2, n_in, d_cov, d_in))
+        pair = (n_out,) if shared else (n_in, n_out)
+        kernel = rng.normal(size=(*pair, d_in, d_out))
+        bias = rng.normal(size=(*pair, d_cov, d_out)) if with_bias else None
+        votes = capsule_ops.capsule_votes(poses, kernel, bias, shared=shared)
+        self.assertAllClose(
+            votes, votes_reference(poses, kernel, bias, shared), rtol=1e-12
+        )
+
+    def test_zero_poses_give_the_bias(self):
+        bias = np.arange(2 * 3 * 2 * 5, dtype="float32").reshape(2, 3, 2, 5)
+        votes = capsule_ops.capsule_votes(
+            np.zeros((4, 2, 2, 3), "float32"),
+            np.ones((2, 3, 3, 5), "float32"),
+            bias,
+        )
+        self.assertAllEqual(votes, np.broadcast_to(bias, (4, 2, 3, 2, 5)))
+
+    def test_shared_kernel_takes_any_count_under_xla(self):
+        kernel = np.random.default_rng(0).normal(size=(3, 4, 2)).astype("f4")
+        votes_of = tf.function(
+            lambda poses: capsule_ops.capsule_votes(poses, kernel, shared=True),
+            jit_compile=True,
+            input_signature=[tf.TensorSpec((None, None, 4, 4), tf.float32)],
+        )
+        for count in (1, 7):
+            poses = np.ones((2, count, 4, 4), "float32")
+            self.assertAllClose(
+                votes_of(poses),
+                votes_reference(poses, kernel, None, shared=True),
+                rtol=1e-6,
+            )
+
+    def test_kernel_cast_to_the_poses_dtype(self):
+        votes = capsule_ops.capsule_votes(
+            np.ones((1, 2, 4, 4), "float16"), np.ones((2, 3, 4, 4), "float32")
+        )
+        self.assertEqual(votes.dtype, tf.float16)
+        self.assertAllEqual(votes, np.full((1, 2, 3, 4, 4), 4.0))
+
+    @parameterized.named_parameters(
+        ("vector_poses", (2, 5, 4), (5, 3, 4, 6), False),
+        ("wrong_d_in", (2, 5, 1, 4), (5, 3, 8, 6), False),
+        ("wrong_n_in", (2, 5, 1, 4), (6, 3, 4, 6), False),
+        ("shared_without_flag", (2, 5, 1, 4), (3, 4, 6), False),
+        ("per_pair_with_flag", (2, 5, 1, 4), (5, 3, 4, 6), True),
+    )
+    def test_bad_shapes_raise(self, poses_shape, kernel_shape, shared):
+        with self.assertRaisesRegex(ValueError, "capsule_votes.*Received"):
+            capsule_ops.capsule_votes(
+                np.zeros(poses_shape), np.zeros(kernel_shape), shared=shared
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()
