@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_capsules import layers
 from keras_capsules.losses import MarginLoss, ReconstructionLoss
+from keras_capsules.recipes import gradient_step
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -183,9 +184,7 @@ class CapsNet(keras.Model):
             lengths, loss, reconstruction_loss = self._step(
                 images, labels, sample_weight, training=True
             )
-            scaled_loss = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled_loss, self.trainable_weights)
-        self.optimizer.apply(gradients, self.trainable_weights)
+        gradient_step.minimize(self, tape, loss)
         return self._update_metrics(
             images, labels, lengths, loss, reconstruction_loss, sample_weight
         )
@@ -205,11 +204,10 @@ class CapsNet(keras.Model):
         self, images, labels, lengths, loss, reconstruction_loss, weight
     ):
         # Losses are divided by the number of replicas for the gradient sum;
-        # the trackers report the per-example value. `_loss_tracker` is the
-        # "loss" metric that Keras's own train_step updates the same way.
+        # the trackers report the per-example value.
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         batch_size = tf.shape(images)[0]
-        self._loss_tracker.update_state(loss * replicas, batch_size)
+        gradient_step.update_loss_metric(self, loss, batch_size)
         self.reconstruction_tracker.update_state(
             reconstruction_loss * replicas, batch_size
         )

@@ -8,6 +8,7 @@ from keras import ops
 from keras_capsules import distributions
 from keras_capsules import layers as capsule_layers
 from keras_capsules.models import generative_capsules
+from keras_capsules.recipes import gradient_step
 
 # Pose posterior stds are kept above this (Gaussian poses).
 MIN_POSE_POSTERIOR_SCALE = 1e-3
@@ -20,10 +21,6 @@ TOP_LAYER_MEASURES = {
     "top_pose_magnitude": "pose_magnitude",
     "top_presence_spread": "presence_spread",
 }
-
-
-def _num_replicas():
-    return tf.distribute.get_strategy().num_replicas_in_sync
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -280,10 +277,8 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 objective -= self.selection_information_weight * (
                     selection_information(selections)
                 )
-            # Replicas' gradients are summed: each takes its share.
-            replica_loss = objective / _num_replicas()
-        gradients = tape.gradient(replica_loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+            replica_loss = gradient_step.replica_share(objective)
+        gradient_step.minimize(self, tape, replica_loss)
         return self._report(loss, terms)
 
     def test_step(self, data):

@@ -6,6 +6,8 @@ import numpy as np
 import tensorflow as tf  # the training step differentiates with a tape
 from keras import ops
 
+from keras_capsules.recipes import gradient_step
+
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class VariationalAutoencoder(keras.Model):
@@ -54,7 +56,10 @@ class VariationalAutoencoder(keras.Model):
         flat = ops.reshape(
             ops.cast(images, "float32"), (ops.shape(images)[0], -1)
         )
-        parameters = self.encoder_out(self.encoder_hidden(flat))
+        # The bound in float32: half-precision log-densities lose digits.
+        parameters = ops.cast(
+            self.encoder_out(self.encoder_hidden(flat)), "float32"
+        )
         mean = parameters[:, : self.latent_dim]
         std = ops.softplus(parameters[:, self.latent_dim :]) + 1e-4
         return mean, std
@@ -73,7 +78,7 @@ class VariationalAutoencoder(keras.Model):
         """The negative bound per image, `(batch,)`."""
         mean, std = self.encode(images)
         noise = keras.random.normal(ops.shape(mean), seed=self.seed_generator)
-        logits = self.decode_logits(mean + std * noise)
+        logits = ops.cast(self.decode_logits(mean + std * noise), "float32")
         targets = ops.reshape(
             ops.cast(images, "float32"), (ops.shape(images)[0], -1)
         )
@@ -87,12 +92,8 @@ class VariationalAutoencoder(keras.Model):
         images = data[0] if isinstance(data, (tuple, list)) else data
         with tf.GradientTape() as tape:
             loss = ops.mean(self.negative_elbo(images))
-            # Replicas' gradients are summed: each takes its share.
-            replica_loss = (
-                loss / tf.distribute.get_strategy().num_replicas_in_sync
-            )
-        gradients = tape.gradient(replica_loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+            replica_loss = gradient_step.replica_share(loss)
+        gradient_step.minimize(self, tape, replica_loss)
         return self._report(loss)
 
     def test_step(self, data):

@@ -5,6 +5,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_capsules.recipes import gradient_step
+
 
 def mixup(inputs, labels, alpha, seed=None):
     """Mixes each example of a batch with another one of the same batch.
@@ -106,15 +108,8 @@ class MixupClassifier(keras.Model):
             loss = self.compute_loss(
                 inputs, labels, predictions, sample_weight, training=True
             )
-            scaled_loss = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled_loss, self.trainable_weights)
-        self.optimizer.apply(gradients, self.trainable_weights)
-        # As Keras's own train_step: the loss tracker reports the loss per
-        # example, undoing the division by the number of replicas.
-        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
-        self._loss_tracker.update_state(
-            loss * replicas, sample_weight=tf.shape(labels)[0]
-        )
+        gradient_step.minimize(self, tape, loss)
+        gradient_step.update_loss_metric(self, loss, tf.shape(labels)[0])
         return self.compute_metrics(inputs, labels, predictions, sample_weight)
 
     def compile_from_config(self, config):

@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver, parameterized
 
-from examples import runs, train
+from examples import compare_routing, runs, train
 from keras_capsules import models
 
 FLAGS = flags.FLAGS
@@ -85,6 +85,34 @@ class TrainTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(
             tf.reduce_sum(served["probabilities"], -1), np.ones(3)
         )
+
+
+class CompareRoutingTest(tf.test.TestCase):
+    def test_tabulates_runs_and_skips_those_done(self):
+        root = self.create_tempdir().full_path
+        for routing in ("dynamic", "heinsen"):
+            run_train(
+                os.path.join(root, f"procedural_shapes_{routing}"),
+                routing=routing,
+                epochs=1,
+            )
+        with flagsaver.flagsaver(
+            model_dir=root,
+            datasets=["procedural_shapes"],
+            routings=["dynamic", "em", "heinsen"],
+            table_only=True,
+        ):
+            rows = compare_routing.table(
+                ["procedural_shapes"], ["dynamic", "em", "heinsen"]
+            ).splitlines()
+            # Both runs exist: nothing is run again.
+            compare_routing.run_one("procedural_shapes", "heinsen")
+        self.assertLen(rows, 4)  # Header, rule, and the two runs.
+        self.assertIn("dynamic routing", rows[2])
+        self.assertIn("Heinsen routing", rows[3])
+        cells = [cell.strip() for cell in rows[3].split("|")[1:-1]]
+        self.assertRegex(cells[2], r"^\d+\.\d\d%$")  # Test error.
+        self.assertRegex(cells[3], r"^\d+\.\d\d%$")  # Novel viewpoints.
 
 
 if __name__ == "__main__":
