@@ -66,7 +66,6 @@ _STATISTICS_BATCH = flags.DEFINE_integer(
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", None, "Where results.json, figures and models go."
 )
-_FIGURES = flags.DEFINE_bool("figures", True, "Write the paper's figures.")
 
 
 def load_splits(name, train_size, seed=0):
@@ -226,7 +225,7 @@ def main(argv):
     if output_dir:
         with open(os.path.join(output_dir, "results.json"), "w") as f:
             json.dump(results, f, indent=1)
-        if _FIGURES.value and layer is not None:
+        if runs.FIGURES.value and layer is not None:
             write_figures(layer, splits, features, output_dir)
 
 

@@ -34,7 +34,7 @@ results = json.load(open(sys.argv[1]))
 print(json.dumps({
     "variant": sys.argv[2],
     "dataset": results["dataset"],
-    "test_accuracy": results["test_accuracy"],
+    "test_accuracy": results["evaluation"]["test"]["accuracy"],
     "val_accuracy_per_epoch": results["history"]["val_accuracy"],
     "train_seconds": results["train_seconds"],
     "flags": results["flags"],

@@ -1,12 +1,8 @@
 """What the two Heinsen example scripts share: the paper's optimiser and
-schedule, callbacks, results and the serving export."""
-
-import json
-import os
-import time
+schedule, mixup, and the flags where the author's code and the paper's
+text differ."""
 
 import keras
-import tensorflow as tf
 from absl import flags
 
 from keras_capsules import recipes
@@ -28,6 +24,9 @@ BETA_1_SCHEDULE = flags.DEFINE_enum(
 )
 ROUTING_EPSILON = flags.DEFINE_float(
     "routing_epsilon", 1e-5, "Routing's stabiliser (the author's: 1e-5)."
+)
+MIXUP_ALPHA = flags.DEFINE_float(
+    "mixup_alpha", 0.2, "Mixup's Beta(alpha, alpha) (paper 0.2); 0: off."
 )
 
 
@@ -73,73 +72,3 @@ def compile_classifier(
         metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
     )
-
-
-def use_xla(flag_value):
-    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only)."""
-    if flag_value != "auto":
-        return flag_value == "true"
-    return bool(
-        tf.config.list_logical_devices("GPU")
-        + tf.config.list_logical_devices("TPU")
-    )
-
-
-def make_callbacks(model_dir, model_file, backup_steps):
-    """A backup that resumes an interrupted run, the latest model each
-    epoch, TensorBoard logs."""
-    return [
-        keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, "backup"), save_freq=backup_steps
-        ),
-        keras.callbacks.ModelCheckpoint(os.path.join(model_dir, model_file)),
-        keras.callbacks.TensorBoard(os.path.join(model_dir, "logs")),
-    ]
-
-
-def train_and_evaluate(
-    model, train, tests, epochs, model_dir, model_file, backup_steps, summary
-):
-    """Fits, evaluates every test split, saves the model and writes
-    `results.json` (`summary` plus timings, history and test accuracy).
-    Returns the results."""
-    start = time.time()
-    history = model.fit(
-        train,
-        epochs=epochs,
-        validation_data=tests["test"],
-        callbacks=make_callbacks(model_dir, model_file, backup_steps),
-    )
-    results = {
-        **summary,
-        "train_seconds": round(time.time() - start, 1),
-        "parameters": model.count_params(),
-        "history": {
-            key: [float(value) for value in values]
-            for key, values in history.history.items()
-        },
-    }
-    for split, data in tests.items():
-        scores = model.evaluate(data, return_dict=True, verbose=0)
-        results[f"{split}_accuracy"] = round(scores["accuracy"], 5)
-        print(f"{split} accuracy: {scores['accuracy']:.2%}")
-    model.save(os.path.join(model_dir, model_file))
-    with open(os.path.join(model_dir, "results.json"), "w") as file:
-        json.dump(results, file, indent=1)
-    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
-    return results
-
-
-def export_serving(model, export_dir, input_spec):
-    """Writes a SavedModel whose `serve` signature maps `input_spec` inputs
-    to `{"probabilities": softmax of the class scores, "scores": the class
-    scores (logits)}`, both float32."""
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-
-    def serve(inputs):
-        scores = tf.cast(model(inputs, training=False), tf.float32)
-        return {"probabilities": tf.nn.softmax(scores), "scores": scores}
-
-    archive.add_endpoint("serve", serve, input_signature=[input_spec])
-    archive.write_out(export_dir, verbose=False)

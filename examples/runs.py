@@ -10,9 +10,11 @@ A script calls `set_up(**defaults)` first in its `main` and
 ```none
 script, dataset        what ran
 flags                  every flag of the script and of this module
+train_examples         examples in one pass over the training data
 train_seconds          fit's wall time (evaluation after each epoch too)
 seconds_per_epoch      training time of each epoch, without evaluation
-examples_per_second    training examples / training time, last epoch
+examples_per_second    training examples / median epoch time (without
+                       the first epoch, which compiles, when there are more)
 parameters             the model's weights
 history                fit's metrics per epoch
 evaluation             {split: {metric: value}} after training
@@ -24,10 +26,10 @@ import os
 import time
 
 import keras
-import tensorflow as tf
+import numpy as np
 from absl import app, flags
 
-from examples import distribution
+from examples import distribution, fitting
 
 MODEL_DIR = flags.DEFINE_string(
     "model_dir", None, "Backups, model, TensorBoard logs and results."
@@ -48,6 +50,9 @@ LEARNING_RATE = flags.DEFINE_float(
 )
 CAPSULE_DIM = flags.DEFINE_integer(
     "capsule_dim", 4, "Size of each class capsule (the script says how)."
+)
+ROUTING_ITERATIONS = flags.DEFINE_integer(
+    "routing_iterations", 3, "Iterations of each routing."
 )
 SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 STRATEGY = flags.DEFINE_enum(
@@ -75,6 +80,9 @@ BACKUP_STEPS = flags.DEFINE_integer(
 )
 EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Where to write the serving SavedModel."
+)
+FIGURES = flags.DEFINE_bool(
+    "figures", True, "Write the script's PNG figures (if it has any)."
 )
 
 _MODULE_DEFAULTS = {
@@ -127,12 +135,7 @@ def set_up(**defaults):
 
 def use_xla():
     """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only)."""
-    if JIT_COMPILE.value != "auto":
-        return JIT_COMPILE.value == "true"
-    return bool(
-        tf.config.list_logical_devices("GPU")
-        + tf.config.list_logical_devices("TPU")
-    )
+    return fitting.use_xla(JIT_COMPILE.value)
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -159,23 +162,19 @@ class EpochTimer(keras.callbacks.Callback):
 
 
 def callbacks(model_file):
-    """A backup that resumes an interrupted run, the latest model each
-    epoch, TensorBoard logs (fit's progress bar is Keras's own)."""
-    model_dir = MODEL_DIR.value
-    return [
-        keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, "backup"), save_freq=BACKUP_STEPS.value
-        ),
-        keras.callbacks.ModelCheckpoint(os.path.join(model_dir, model_file)),
-        keras.callbacks.TensorBoard(os.path.join(model_dir, "logs")),
-    ]
+    """`fitting.make_callbacks` in `--model_dir`, `--backup_steps` apart."""
+    return fitting.make_callbacks(
+        MODEL_DIR.value, model_file, BACKUP_STEPS.value
+    )
 
 
-def script_flags(main):
-    """`{name: value}` of the flags of `main`'s script and of this module."""
+def script_flags(main, modules=()):
+    """`{name: value}` of the flags of `main`'s script, of the `modules`
+    it takes flags from and of this module."""
     values = {}
-    for module in (__name__, main.__module__):
-        for flag in flags.FLAGS.get_flags_for_module(module):
+    for module in (__name__, main.__module__, *modules):
+        name = module if isinstance(module, str) else module.__name__
+        for flag in flags.FLAGS.get_flags_for_module(name):
             values[flag.name] = flag.value
     return dict(sorted(values.items()))
 
@@ -190,6 +189,8 @@ def train_and_evaluate(
     dataset,
     extra_callbacks=(),
     validation_split=None,
+    flag_modules=(),
+    extra_results=None,
 ):
     """Fits for `--epochs`, evaluates every test split, saves the model in
     `--model_dir` and writes `results.json` (see the module docstring).
@@ -205,6 +206,9 @@ def train_and_evaluate(
         extra_callbacks: callbacks beyond `callbacks(model_file)`.
         validation_split: optional key of `tests` evaluated after each
             epoch as fit's validation data.
+        flag_modules: modules besides the script's whose flags it uses
+            (recorded in the results).
+        extra_results: optional dict of more entries for the results.
 
     Returns:
         The results written to `results.json`.
@@ -227,15 +231,18 @@ def train_and_evaluate(
         }
         for split, data in tests.items()
     }
-    last_epoch = timer.seconds[-1] if timer.seconds else None
+    # The first epoch includes tracing and compiling: leave it out.
+    steady = timer.seconds[1:] or timer.seconds
+    epoch_seconds = float(np.median(steady)) if steady else None
     results = {
         "script": main.__module__,
         "dataset": dataset,
-        "flags": script_flags(main),
+        "flags": script_flags(main, flag_modules),
+        "train_examples": train_examples,
         "train_seconds": train_seconds,
         "seconds_per_epoch": timer.seconds,
         "examples_per_second": (
-            round(train_examples / last_epoch, 1) if last_epoch else None
+            round(train_examples / epoch_seconds, 1) if epoch_seconds else None
         ),
         "parameters": model.count_params(),
         "history": {
@@ -243,6 +250,7 @@ def train_and_evaluate(
             for key, values in history.history.items()
         },
         "evaluation": evaluation,
+        **(extra_results or {}),
     }
     model.save(os.path.join(MODEL_DIR.value, model_file))
     with open(os.path.join(MODEL_DIR.value, "results.json"), "w") as file:
@@ -251,17 +259,7 @@ def train_and_evaluate(
     return results
 
 
-def export_serving(model, input_spec, outputs):
-    """Writes a SavedModel to `--export_dir` (if given) whose `serve`
-    signature maps `input_spec` inputs to `outputs(model(inputs))`, a dict
-    of tensors."""
-    if not EXPORT_DIR.value:
-        return
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-
-    def serve(inputs):
-        return outputs(model(inputs, training=False))
-
-    archive.add_endpoint("serve", serve, input_signature=[input_spec])
-    archive.write_out(EXPORT_DIR.value, verbose=False)
+def export_serving(model, input_spec, serve=None):
+    """`fitting.export_serving` to `--export_dir`, if it is given."""
+    if EXPORT_DIR.value:
+        fitting.export_serving(model, EXPORT_DIR.value, input_spec, serve)

@@ -4,8 +4,9 @@ Trains the classifier with `--routing` (dynamic, em, heinsen, or
 capsule regression as a head) on MNIST, Fashion-MNIST or the built-in
 procedural shapes, whose test has familiar and novel viewpoints, with
 each family's own loss (`models.classifier_loss`) and everything else
-equal. `examples/compare_routing.sh` runs every family on every dataset
-and `examples/results_table.py` tabulates them.
+equal. `examples/compare_routing.py` runs every family on every dataset
+and tabulates them. The run-level flags (`--epochs`, `--model_dir`,
+`--export_dir`, `--strategy`, ...) are `examples/runs.py`'s.
 
 Usage:
   python -m examples.train --routing=heinsen --dataset=mnist \\
@@ -37,9 +38,6 @@ _ROUTING = flags.DEFINE_enum(
 )
 _PRIMARY_TYPES = flags.DEFINE_integer(
     "primary_types", 8, "Primary capsule types per position."
-)
-_ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations", 3, "Iterations of the class capsules' routing."
 )
 
 
@@ -85,7 +83,7 @@ def main(argv):
             routing=routing,
             num_primary_types=_PRIMARY_TYPES.value,
             capsule_dim=runs.CAPSULE_DIM.value,
-            num_iterations=_ROUTING_ITERATIONS.value,
+            num_iterations=runs.ROUTING_ITERATIONS.value,
         )
         loss = models.classifier_loss(routing)
         model.compile(
@@ -114,12 +112,7 @@ def main(argv):
         extra_callbacks=extra_callbacks,
     )
     runs.export_serving(
-        model,
-        tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images"),
-        lambda logits: {
-            "logits": tf.cast(logits, tf.float32),
-            "probabilities": tf.nn.softmax(tf.cast(logits, tf.float32)),
-        },
+        model, tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images")
     )
 
 

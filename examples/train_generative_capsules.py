@@ -46,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution, heinsen_training
+from examples import distribution, fitting
 from keras_capsules import models, plots, trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
 from keras_capsules.datasets import image_transforms
@@ -216,7 +216,7 @@ def fit_capsules(train, test, strategy, model_dir):
         )
         model.compile(
             optimizer=keras.optimizers.Adam(_LEARNING_RATE.value),
-            jit_compile=heinsen_training.use_xla(_JIT_COMPILE.value),
+            jit_compile=fitting.use_xla(_JIT_COMPILE.value),
         )
     history = model.fit(
         training_images(train),

@@ -20,9 +20,9 @@ import os
 
 import keras
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
-from examples import distribution, heinsen_training
+from examples import heinsen_training, runs
 from keras_capsules import datasets, models, recipes
 from keras_capsules.datasets import sst
 
@@ -38,14 +38,6 @@ _TRAIN_ON = flags.DEFINE_enum(
     ["phrases", "roots"],
     "Every unique phrase of the training trees (paper) or root sentences.",
 )
-_EPOCHS = flags.DEFINE_integer("epochs", 3, "Passes (paper: 3).")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 20, "Paper: 20.")
-_PEAK_LEARNING_RATE = flags.DEFINE_float(
-    "peak_learning_rate", 5e-4, "Top of the one-cycle schedule (paper)."
-)
-_MIXUP_ALPHA = flags.DEFINE_float(
-    "mixup_alpha", 0.2, "Mixup's Beta(alpha, alpha); 0 turns it off."
-)
 _EMBEDDING_DIM = flags.DEFINE_integer(
     "embedding_dim", 300, "Size of the trainable token embeddings."
 )
@@ -55,36 +47,14 @@ _BACKBONE = flags.DEFINE_string(
 _VOCABULARY = flags.DEFINE_string(
     "vocabulary", None, "The backbone's vocabulary file."
 )
-_ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations", 3, "Iterations of each routing."
-)
-_TRAIN_SIZE = flags.DEFINE_integer(
-    "train_size", None, "Use only the first training examples."
-)
-_JIT_COMPILE = flags.DEFINE_enum(
-    "jit_compile",
-    "auto",
-    ["auto", "true", "false"],
-    "Compile the train step with XLA (`auto`: on GPU and TPU only).",
-)
-_STRATEGY = flags.DEFINE_enum(
-    "strategy",
-    "default",
-    list(distribution.STRATEGIES),
-    "tf.distribute strategy.",
-)
-_MODEL_DIR = flags.DEFINE_string(
-    "model_dir", None, "Backups, model, TensorBoard logs and results."
-)
-_BACKUP_STEPS = flags.DEFINE_integer(
-    "backup_steps",
-    1000,
-    "Steps between backups; an interrupted run resumes from the last one.",
-)
-_EXPORT_DIR = flags.DEFINE_string(
-    "export_dir", None, "Where to write the serving SavedModel."
-)
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+# The script's defaults of the flags of `examples/runs.py`: the paper's
+# 3 epochs of batch 20, one cycle to the learning rate 5e-4.
+DEFAULTS = {
+    "epochs": 3,
+    "batch_size": 20,
+    "learning_rate": 5e-4,
+    "backup_steps": 1000,
+}
 
 
 class FileVocabulary(sst.Vocabulary):
@@ -123,19 +93,17 @@ def build_embedder(vocabulary):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    keras.utils.set_random_seed(_SEED.value)
-    model_dir = _MODEL_DIR.value
-    os.makedirs(model_dir, exist_ok=True)
-    task = _TASK.value
+    del argv
+    strategy = runs.set_up(**DEFAULTS)
+    task, seed = _TASK.value, runs.SEED.value
+    batch_size, train_size = runs.BATCH_SIZE.value, runs.TRAIN_SIZE.value
     num_classes = sst.TASKS[task]
     train_sentences, train_labels = datasets.load_sst(
         _DATA_DIR.value, "train", task, all_phrases=_TRAIN_ON.value == "phrases"
     )
-    if _TRAIN_SIZE.value:
-        train_sentences = train_sentences[: _TRAIN_SIZE.value]
-        train_labels = train_labels[: _TRAIN_SIZE.value]
+    if train_size:
+        train_sentences = train_sentences[:train_size]
+        train_labels = train_labels[:train_size]
     if _VOCABULARY.value:
         vocabulary = FileVocabulary(_VOCABULARY.value)
     else:
@@ -145,81 +113,58 @@ def main(argv):
         train_labels,
         vocabulary,
         num_classes,
-        _BATCH_SIZE.value,
+        batch_size,
         shuffle=True,
-        seed=_SEED.value,
+        seed=seed,
     )
     tests = {
         split: datasets.sst_dataset(
             *datasets.load_sst(_DATA_DIR.value, source, task),
             vocabulary,
             num_classes,
-            _BATCH_SIZE.value,
+            batch_size,
         ).cache()
         for split, source in (("test", "test"), ("validation", "validation"))
     }
-    steps_per_epoch = -(-len(train_labels) // _BATCH_SIZE.value)
-    strategy = distribution.make_strategy(_STRATEGY.value)
+    steps_per_epoch = -(-len(train_labels) // batch_size)
     with strategy.scope():
         embedder, embedding_dim, depths = build_embedder(vocabulary)
         classifier = models.heinsen_sequence(
             embedding_dim,
             num_classes,
             num_depths=depths,
-            num_iterations=_ROUTING_ITERATIONS.value,
+            num_iterations=runs.ROUTING_ITERATIONS.value,
             routing_epsilon=heinsen_training.ROUTING_EPSILON.value,
         )
         model = recipes.MixupClassifier(
-            classifier, embedder, alpha=_MIXUP_ALPHA.value, seed=_SEED.value
+            classifier,
+            embedder,
+            alpha=heinsen_training.MIXUP_ALPHA.value,
+            seed=seed,
         )
         heinsen_training.compile_classifier(
             model,
-            _EPOCHS.value * steps_per_epoch,
-            _PEAK_LEARNING_RATE.value,
-            heinsen_training.use_xla(_JIT_COMPILE.value),
+            runs.EPOCHS.value * steps_per_epoch,
+            runs.LEARNING_RATE.value,
+            runs.use_xla(),
             beta_1_schedule=heinsen_training.BETA_1_SCHEDULE.value,
         )
-    summary = {
-        "task": task,
-        "epochs": _EPOCHS.value,
-        "train_examples": len(train_labels),
-        "vocabulary_size": len(vocabulary),
-        "flags": {
-            flag: getattr(flags.FLAGS, flag)
-            for flag in (
-                "train_on",
-                "batch_size",
-                "peak_learning_rate",
-                "mixup_alpha",
-                "embedding_dim",
-                "backbone",
-                "routing_iterations",
-                "beta_1_schedule",
-                "routing_epsilon",
-                "train_size",
-                "strategy",
-                "seed",
-            )
-        },
-    }
-    heinsen_training.train_and_evaluate(
+    runs.train_and_evaluate(
+        main,
         model,
         train,
         tests,
-        _EPOCHS.value,
-        model_dir,
         "heinsen_sst.keras",
-        _BACKUP_STEPS.value,
-        summary,
+        len(train_labels),
+        task,
+        validation_split="test",
+        flag_modules=[heinsen_training],
+        extra_results={"vocabulary_size": len(vocabulary)},
     )
-    if _EXPORT_DIR.value:
-        heinsen_training.export_serving(
-            model,
-            _EXPORT_DIR.value,
-            tf.TensorSpec((None, None), tf.int32, "token_ids"),
-        )
+    runs.export_serving(
+        model, tf.TensorSpec((None, None), tf.int32, "token_ids")
+    )
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("model_dir")
-    app.run(main)
+    runs.run(main, **DEFAULTS)

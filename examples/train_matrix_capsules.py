@@ -35,7 +35,7 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution, heinsen_training
+from examples import distribution, fitting
 from keras_capsules import callbacks, datasets, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
@@ -288,7 +288,7 @@ def main(argv):
     steps_per_epoch = int(train.cardinality())
     if steps_per_epoch < 0:  # smallNORB filters: count once
         steps_per_epoch = sum(1 for _ in train)
-    jit = heinsen_training.use_xla(_JIT_COMPILE.value)
+    jit = fitting.use_xla(_JIT_COMPILE.value)
     results = {
         "dataset": _DATASET.value,
         "flags": flags_summary(),
@@ -358,7 +358,7 @@ def main(argv):
         train,
         epochs=_EPOCHS.value,
         validation_data=tests["test"],
-        callbacks=heinsen_training.make_callbacks(
+        callbacks=fitting.make_callbacks(
             model_dir, "matrix_capsnet.keras", _BACKUP_STEPS.value
         )
         + extra_callbacks,

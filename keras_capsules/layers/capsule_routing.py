@@ -97,13 +97,7 @@ class CapsuleRouting(keras.layers.Layer):
 
     def _contract_shape(self, input_shape):
         """Checks `[logits, poses]` shapes; returns `(n_in, d_cov, d_in)`."""
-        shapes = (
-            [tuple(shape) for shape in input_shape]
-            if isinstance(input_shape, (list, tuple))
-            and len(input_shape) == 2
-            and isinstance(input_shape[0], (list, tuple))
-            else None
-        )
+        shapes = validation.pair_of_shapes(input_shape)
         known = 2 if self.shares_input_weights else 1
         if (
             shapes is None

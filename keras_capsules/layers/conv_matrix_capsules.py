@@ -5,7 +5,6 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import em_activation, validation
-from keras_capsules.layers import inverse_temperatures as schedules
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.conv_em_routing import conv_em_routing
@@ -117,11 +116,9 @@ class ConvMatrixCapsules(keras.layers.Layer):
         )
         validation.check_option(self, "padding", padding, ("valid", "same"))
         self.padding = padding
-        self.inverse_temperatures = schedules.resolve(
-            self, num_iterations, inverse_temperatures
-        )
         em_activation.set_arguments(
             self,
+            inverse_temperatures,
             activation_bias_gain,
             cost_normalization,
             variance_floor,
@@ -159,13 +156,7 @@ class ConvMatrixCapsules(keras.layers.Layer):
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
         )
-        self.beta_u = self.add_weight(
-            name="beta_u", shape=(self.num_capsule_types,), initializer="zeros"
-        )
-        self.beta_a = self.add_weight(
-            name="beta_a", shape=(self.num_capsule_types,), initializer="zeros"
-        )
-        schedules.add_weight(self)
+        em_activation.add_weights(self, self.num_capsule_types)
 
     def _pad(self, grid, value_axes):
         if self.padding == "valid":
@@ -228,7 +219,6 @@ class ConvMatrixCapsules(keras.layers.Layer):
             "strides": self.strides,
             "padding": self.padding,
             "num_iterations": self.num_iterations,
-            "inverse_temperatures": self.inverse_temperatures,
             **em_activation.config(self),
             "kernel_initializer": keras.initializers.serialize(
                 self.kernel_initializer

@@ -1,6 +1,8 @@
-"""The activation arguments shared by the EM routing layers: how a
-parent's cost becomes its activation (`ops.em_routing`'s keywords)."""
+"""What the EM routing layers share: the inverse-temperature schedule,
+how a parent's cost becomes its activation (`ops.em_routing`'s keywords),
+the weights `beta_u`, `beta_a` and their config."""
 
+from keras_capsules.layers import inverse_temperatures as schedules
 from keras_capsules.layers import validation
 from keras_capsules.ops.em_routing import ActivationCost
 
@@ -15,6 +17,7 @@ COST_NORMALIZATIONS = (
 
 def set_arguments(
     layer,
+    inverse_temperatures,
     activation_bias_gain,
     cost_normalization,
     floor,
@@ -23,7 +26,9 @@ def set_arguments(
     """Checks the arguments and stores them as same-named attributes.
 
     Args:
-        layer: the EM layer being constructed.
+        layer: the EM layer being constructed, with its `num_iterations`.
+        inverse_temperatures: one `lambda` per iteration, or None for
+            `inverse_temperatures.default_inverse_temperatures`.
         activation_bias_gain: float `g > 0`, `beta_a`'s gain in the logit.
         cost_normalization: `"none"` (Procedure 1), `"per_child"` (the
             cost divided by the number of children per parent),
@@ -42,6 +47,9 @@ def set_arguments(
         variance_floor=floor,
         assignment_smoothing=assignment_smoothing,
     ).check(type(layer).__name__)
+    layer.inverse_temperatures = schedules.resolve(
+        layer, layer.num_iterations, inverse_temperatures
+    )
     layer.activation_bias_gain = float(activation_bias_gain)
     layer.cost_normalization = cost_normalization
     layer.variance_floor = float(floor)
@@ -70,9 +78,24 @@ def op_arguments(layer, children_per_parent):
     }
 
 
+def add_weights(layer, num_parent_types):
+    """Adds `beta_u`, `beta_a` (one per parent type, zeros) and the
+    non-trainable `inverse_temperature_weight`."""
+    for name in ("beta_u", "beta_a"):
+        setattr(
+            layer,
+            name,
+            layer.add_weight(
+                name=name, shape=(num_parent_types,), initializer="zeros"
+            ),
+        )
+    schedules.add_weight(layer)
+
+
 def config(layer):
     """The `get_config` entries of the arguments."""
     return {
+        "inverse_temperatures": layer.inverse_temperatures,
         "activation_bias_gain": layer.activation_bias_gain,
         "cost_normalization": layer.cost_normalization,
         "variance_floor": layer.variance_floor,

@@ -6,7 +6,6 @@ import numpy as np
 from keras import ops
 
 from keras_capsules.layers import em_activation, validation
-from keras_capsules.layers import inverse_temperatures as schedules
 from keras_capsules.layers.capsule_routing import CapsuleRouting
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR, em_routing
@@ -132,11 +131,9 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
             **kwargs,
         )
         self.coordinate_addition = bool(coordinate_addition)
-        self.inverse_temperatures = schedules.resolve(
-            self, num_iterations, inverse_temperatures
-        )
         em_activation.set_arguments(
             self,
+            inverse_temperatures,
             activation_bias_gain,
             cost_normalization,
             variance_floor,
@@ -153,13 +150,7 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         return grid[-1], 4, 4
 
     def _build_routing(self, num_inputs, d_cov, d_in, initializer):
-        self.beta_u = self.add_weight(
-            name="beta_u", shape=(self.num_capsules,), initializer="zeros"
-        )
-        self.beta_a = self.add_weight(
-            name="beta_a", shape=(self.num_capsules,), initializer="zeros"
-        )
-        schedules.add_weight(self)
+        em_activation.add_weights(self, self.num_capsules)
 
     def votes(self, poses):
         """`(batch, n_in, n_out, d_cov d_out)` votes of `(batch, ..., d_cov,
@@ -225,6 +216,5 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         return {
             **super().get_config(),
             "coordinate_addition": self.coordinate_addition,
-            "inverse_temperatures": self.inverse_temperatures,
             **em_activation.config(self),
         }

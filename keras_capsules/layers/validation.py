@@ -76,17 +76,23 @@ def check_option(layer, name, value, options):
         )
 
 
+def pair_of_shapes(input_shape):
+    """The two shapes of a layer with two inputs (`[activations, poses]`,
+    `[logits, poses]`) as tuples, or None for anything else."""
+    if (
+        isinstance(input_shape, (list, tuple))
+        and len(input_shape) == 2
+        and isinstance(input_shape[0], (list, tuple))
+    ):
+        return [tuple(shape) for shape in input_shape]
+    return None
+
+
 def matrix_capsule_shapes(layer, input_shape, grid_only=False):
     """Checks `[activations, poses]` of matrix capsules and returns the
     poses' shape without the `4 x 4`: `(batch, H, W, B)` for a grid, or
     `(batch, n)` for a list of capsules (unless `grid_only`)."""
-    shapes = (
-        [tuple(shape) for shape in input_shape]
-        if isinstance(input_shape, (list, tuple))
-        and len(input_shape) == 2
-        and isinstance(input_shape[0], (list, tuple))
-        else None
-    )
+    shapes = pair_of_shapes(input_shape)
     grid_ranks = (4,) if grid_only else (2, 4)
     if (
         shapes is None

@@ -70,7 +70,7 @@ class TrainTest(tf.test.TestCase, parameterized.TestCase):
             self.assertIsNone(FLAGS.train_size)
             self.assertEqual(FLAGS.epochs, train.DEFAULTS["epochs"])
 
-    def test_exports_logits_and_probabilities(self):
+    def test_exports_scores_and_probabilities(self):
         directory = self.create_tempdir().full_path
         export_dir = os.path.join(directory, "export")
         run_train(directory, epochs=1, export_dir=export_dir)
@@ -80,7 +80,7 @@ class TrainTest(tf.test.TestCase, parameterized.TestCase):
             os.path.join(directory, "capsule_classifier_heinsen.keras")
         )
         self.assertAllClose(
-            served["logits"], model(np.zeros((3, 28, 28, 1))), atol=1e-5
+            served["scores"], model(np.zeros((3, 28, 28, 1))), atol=1e-5
         )
         self.assertAllClose(
             tf.reduce_sum(served["probabilities"], -1), np.ones(3)

@@ -1,8 +1,5 @@
-"""The CapsNet example: training, resuming, exporting and serving.
-
-Each run is a subprocess: the example's flags share names with the other
-examples' flags, and serving must work in a fresh process.
-"""
+"""The CapsNet example: training and resuming (in-process), exporting
+and serving (in a fresh process: serving must not need this one)."""
 
 import json
 import os
@@ -10,22 +7,28 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from unittest import mock
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import flags as absl_flags
+from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from examples import runs, train_capsnet
 
-_SMALL_FLAGS = [
-    "--dataset=procedural_shapes",
-    "--train_size=256",
-    "--test_size=64",
-    "--batch_size=32",
-    "--conv_filters=16",
-    "--primary_capsule_types=4",
-    "--decoder_units=32",
-]
+FLAGS = absl_flags.FLAGS
+
+_SMALL_FLAGS = {
+    "dataset": "procedural_shapes",
+    "train_size": 256,
+    "test_size": 64,
+    "batch_size": 32,
+    "conv_filters": 16,
+    "primary_capsule_types": 4,
+    "decoder_units": ["32"],
+}
 
 
 def run_python(*args, code=None):
@@ -58,21 +61,35 @@ def serve_in_fresh_process(export_dir, inputs, directory):
     return dict(np.load(served_path))
 
 
+def train_in_process(**settings):
+    """Runs `train_capsnet.main` with the flags `settings`."""
+    if not FLAGS.is_parsed():
+        FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(**_SMALL_FLAGS, **settings):
+        train_capsnet.main(["prog"])
+    with open(os.path.join(settings["model_dir"], "results.json")) as f:
+        return json.load(f)
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Stops training in the fifth step of the second epoch."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 4 and self.epoch == 1:
+            raise KeyboardInterrupt
+
+
 class TrainCapsNetTest(tf.test.TestCase):
     def test_exported_model_serves_the_keras_outputs_in_a_fresh_process(self):
         directory = tempfile.mkdtemp()
         export_dir = os.path.join(directory, "export")
-        run_python(
-            "-m",
-            "examples.train_capsnet",
-            *_SMALL_FLAGS,
-            "--epochs=1",
-            f"--model_dir={directory}",
-            f"--export_dir={export_dir}",
+        results = train_in_process(
+            epochs=1, model_dir=directory, export_dir=export_dir
         )
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
-        self.assertIn("test_novel_error", results)
+        self.assertIn("test_novel", results["evaluation"])
         for name in ("reconstructions.png", "perturbations.png", "logs"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
         batch = np.random.default_rng(0).uniform(size=(5, 28, 28, 1))
@@ -90,46 +107,25 @@ class TrainCapsNetTest(tf.test.TestCase):
 
     def test_interrupted_run_resumes_from_its_backup(self):
         directory = tempfile.mkdtemp()
-        flags = _SMALL_FLAGS + [
-            "--epochs=2",
-            "--backup_steps=2",
-            "--figures=false",
-        ]
-        run_python(
-            code=f"""
-            import keras, os, sys
-            from absl import flags
-            from examples import train_capsnet
-
-            class Interrupt(keras.callbacks.Callback):
-                def on_train_batch_end(self, batch, logs=None):
-                    if self.params and batch == 4 and self.epoch == 1:
-                        raise KeyboardInterrupt
-                def on_epoch_begin(self, epoch, logs=None):
-                    self.epoch = epoch
-
-            make_callbacks = train_capsnet.make_callbacks
-            train_capsnet.make_callbacks = lambda path: (
-                make_callbacks(path) + [Interrupt()]
-            )
-            flags.FLAGS(["prog", *{flags!r}, "--model_dir={directory}"])
-            try:
-                train_capsnet.main(["prog"])
-            except KeyboardInterrupt:
-                pass
-            backup = os.path.join({directory!r}, "backup")
-            assert os.listdir(backup), "no backup written"
-            """
-        )
+        settings = {
+            "epochs": 2,
+            "backup_steps": 2,
+            "figures": False,
+            "model_dir": directory,
+        }
+        make_callbacks = runs.callbacks
+        with mock.patch.object(
+            runs,
+            "callbacks",
+            lambda model_file: make_callbacks(model_file) + [Interrupt()],
+        ):
+            with self.assertRaises(KeyboardInterrupt):
+                train_in_process(**settings)
         with open(
             os.path.join(directory, "backup", "training_metadata.json")
         ) as f:
             self.assertEqual(json.load(f)["epoch"], 1)
-        run_python(
-            "-m", "examples.train_capsnet", *flags, f"--model_dir={directory}"
-        )
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
+        results = train_in_process(**settings)
         # Only the second epoch ran after the restart.
         self.assertLen(results["history"]["loss"], 1)
         self.assertFalse(os.path.exists(os.path.join(directory, "backup")))

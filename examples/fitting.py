@@ -1,0 +1,53 @@
+"""Flag-free helpers of the example scripts: the XLA choice, the callbacks
+of a long run, and the serving export. `examples/runs.py` applies them to
+the run-level flags; scripts that keep their own flags call them
+directly."""
+
+import os
+
+import keras
+import tensorflow as tf
+
+
+def use_xla(flag_value):
+    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only)."""
+    if flag_value != "auto":
+        return flag_value == "true"
+    return bool(
+        tf.config.list_logical_devices("GPU")
+        + tf.config.list_logical_devices("TPU")
+    )
+
+
+def make_callbacks(model_dir, model_file, backup_steps):
+    """A backup that resumes an interrupted run, the latest model each
+    epoch, TensorBoard logs (fit's progress bar is Keras's own)."""
+    return [
+        keras.callbacks.BackupAndRestore(
+            os.path.join(model_dir, "backup"), save_freq=backup_steps
+        ),
+        keras.callbacks.ModelCheckpoint(os.path.join(model_dir, model_file)),
+        keras.callbacks.TensorBoard(os.path.join(model_dir, "logs")),
+    ]
+
+
+def export_serving(model, export_dir, input_spec, serve=None):
+    """Writes a SavedModel of `model` to `export_dir` whose `serve`
+    signature maps `input_spec` inputs to `serve(inputs)`, a dict of
+    tensors; by default `class_outputs` of the model's outputs."""
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    if serve is None:
+
+        def serve(inputs):
+            return class_outputs(model(inputs, training=False))
+
+    archive.add_endpoint("serve", serve, input_signature=[input_spec])
+    archive.write_out(export_dir, verbose=False)
+
+
+def class_outputs(scores):
+    """Serving outputs of a classifier's class scores (logits), float32:
+    `{"probabilities": softmax, "scores": the scores}`."""
+    scores = tf.cast(scores, tf.float32)
+    return {"probabilities": tf.nn.softmax(scores), "scores": scores}
