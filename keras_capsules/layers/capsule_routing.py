@@ -152,13 +152,18 @@ class CapsuleRouting(keras.layers.Layer):
     def call(self, inputs, mask=None):
         if not self.contract:
             return self._call_own_form(inputs, mask)
+        return self._route_contract_inputs(inputs, mask)[:2]
+
+    def _route_contract_inputs(self, inputs, mask):
+        """Every output of `_route` on `[logits, poses]`, in the compute
+        dtype."""
         logits, poses = inputs
         outputs = self._route(
             ops.cast(logits, "float32"),
             ops.cast(poses, self.compute_dtype),
             combined_input_mask(mask),
         )
-        return [ops.cast(output, self.compute_dtype) for output in outputs[:2]]
+        return [ops.cast(output, self.compute_dtype) for output in outputs]
 
     def _num_outputs(self, num_inputs):
         return num_inputs if self.num_capsules is None else self.num_capsules

@@ -174,13 +174,8 @@ class HeinsenRouting(CapsuleRouting):
             )
 
     def _call_own_form(self, inputs, mask):
-        scores, capsules = inputs
-        outputs = self._route(
-            ops.cast(scores, "float32"),
-            ops.cast(capsules, self.compute_dtype),
-            combined_input_mask(mask),
-        )
-        return [ops.cast(output, self.compute_dtype) for output in outputs]
+        # The contract's inputs, with the variances as a third output.
+        return self._route_contract_inputs(inputs, mask)
 
     def _route(self, scores, capsules, mask):
         beta_use = ops.cast(self.beta_use, "float32")

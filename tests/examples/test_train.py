@@ -1,7 +1,6 @@
 """`examples/train.py`, in-process: every routing family on one backbone,
 one `results.json` schema, export and resume."""
 
-import json
 import os
 
 import keras
@@ -12,6 +11,7 @@ from absl.testing import flagsaver, parameterized
 
 from examples import compare_routing, runs, train
 from keras_capsules import models
+from tests.examples.test_train_capsnet import run_in_process
 
 FLAGS = flags.FLAGS
 
@@ -27,12 +27,7 @@ def run_train(model_dir, **overrides):
         "model_dir": model_dir,
         **overrides,
     }
-    if not FLAGS.is_parsed():
-        FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(**settings):
-        train.main(["train"])
-    with open(os.path.join(model_dir, "results.json")) as file:
-        return json.load(file)
+    return run_in_process(train, **settings)
 
 
 class TrainTest(tf.test.TestCase, parameterized.TestCase):

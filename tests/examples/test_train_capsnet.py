@@ -61,14 +61,20 @@ def serve_in_fresh_process(export_dir, inputs, directory):
     return dict(np.load(served_path))
 
 
-def train_in_process(**settings):
-    """Runs `train_capsnet.main` with the flags `settings`."""
+def run_in_process(script, **settings):
+    """Runs `script.main` with the flags `settings` (absl's flagsaver: the
+    flags are restored after); returns its `results.json`."""
     if not FLAGS.is_parsed():
         FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(**_SMALL_FLAGS, **settings):
-        train_capsnet.main(["prog"])
+    with flagsaver.flagsaver(**settings):
+        script.main(["prog"])
     with open(os.path.join(settings["model_dir"], "results.json")) as f:
         return json.load(f)
+
+
+def train_in_process(**settings):
+    """Runs `train_capsnet.main` on small data with the flags `settings`."""
+    return run_in_process(train_capsnet, **_SMALL_FLAGS, **settings)
 
 
 class Interrupt(keras.callbacks.Callback):

@@ -1,22 +1,20 @@
 """The Heinsen examples: image and SST training (in-process), export
 and serving (in a fresh process: serving must not need this one)."""
 
-import json
 import os
 import tempfile
 
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import flags as absl_flags
-from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import heinsen_training, train_heinsen_image, train_heinsen_sst
 from keras_capsules import recipes
-from tests.examples.test_train_capsnet import serve_in_fresh_process
-
-FLAGS = absl_flags.FLAGS
+from tests.examples.test_train_capsnet import (
+    run_in_process,
+    serve_in_fresh_process,
+)
 
 _SST_TREES = [
     "(3 (2 It) (4 (4 works) (2 .)))",
@@ -31,16 +29,6 @@ def write_tiny_treebank(directory):
     for name in ("train.txt", "dev.txt", "test.txt"):
         with open(os.path.join(directory, name), "w") as file:
             file.write("\n".join(_SST_TREES) + "\n")
-
-
-def run_in_process(script, **settings):
-    """Runs `script.main` with the flags `settings`; returns results.json."""
-    if not FLAGS.is_parsed():
-        FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(**settings):
-        script.main(["prog"])
-    with open(os.path.join(settings["model_dir"], "results.json")) as f:
-        return json.load(f)
 
 
 class TrainHeinsenImageTest(tf.test.TestCase):
