@@ -4,14 +4,18 @@ Follows the paper's protocol: images projected to p = 196 principal
 directions of the training images, the first 50K training images to train
 and the last 10K to validate, five rounds of thresholded EM with momentum.
 
+`--model_dir` receives `results.json` (`examples/runs.py`; EM's history
+is per iteration, and every split is evaluated), the figures, and EM's
+state `em_state.npz`, from which a restarted run resumes (SGD: the
+backup, and the best model `capsule_regression.keras`).
+
 Usage:
   python -m examples.capsule_regression --dataset=mnist --capsule_dim=2 \
-      --output_dir=runs/mnist_d2
+      --model_dir=runs/mnist_d2
   python -m examples.capsule_regression --dataset=procedural_shapes \
-      --architecture=all_vs_all --capsule_dim=2 --output_dir=runs/shapes
+      --architecture=all_vs_all --capsule_dim=2 --model_dir=runs/shapes
 """
 
-import json
 import os
 import time
 
@@ -19,7 +23,7 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution, runs
+from examples import runs
 from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
 
@@ -34,6 +38,7 @@ DEFAULTS = {
     "epochs": 30,
     "batch_size": 128,
     "learning_rate": 1e-3,
+    "jit_compile": "true",
 }
 _ARCHITECTURE = flags.DEFINE_enum(
     "architecture",
@@ -54,7 +59,7 @@ _CENTER = flags.DEFINE_bool(
     "(the paper projects the raw images).",
 )
 _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
-_MAX_ITERATIONS = flags.DEFINE_integer(
+MAX_ITERATIONS = flags.DEFINE_integer(
     "max_iterations", None, "Cap on EM iterations (default: the protocol)."
 )
 _MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
@@ -62,9 +67,6 @@ _STATISTICS_BATCH = flags.DEFINE_integer(
     "statistics_batch",
     10000,
     "EM: examples per batch when summing sufficient statistics.",
-)
-_OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", None, "Where results.json, figures and models go."
 )
 
 
@@ -96,137 +98,108 @@ def project_splits(splits, num_components, center):
     }
 
 
-def as_dataset(features, labels, batch_size):
-    return (
-        tf.data.Dataset.from_tensor_slices((features, labels))
-        .batch(batch_size)
-        .cache()
-    )
+def as_dataset(features, labels, batch_size, shuffle_seed=None):
+    """Batches of `(features, labels)`: cached, or reshuffled every pass
+    if a `shuffle_seed` is given."""
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    if shuffle_seed is None:
+        return dataset.batch(batch_size).cache()
+    return dataset.shuffle(len(labels), seed=shuffle_seed).batch(batch_size)
 
 
-def train_em(features, capsule_dim, architecture, output_dir):
+def train_em(main, name, features, architecture):
+    """Fits by EM, resuming from `em_state.npz` in `--model_dir`; writes
+    `results.json` and returns the multiclass layer (or None)."""
     trainer = trainers.CapsuleRegressionEM(
         num_classes=int(features["train"][1].max()) + 1,
-        capsule_dim=capsule_dim,
+        capsule_dim=runs.CAPSULE_DIM.value,
         architecture=architecture,
         momentum=_MOMENTUM.value,
         use_offset=_USE_OFFSET.value,
-        max_iterations=_MAX_ITERATIONS.value,
+        max_iterations=MAX_ITERATIONS.value,
         seed=runs.SEED.value,
     )
     batch = _STATISTICS_BATCH.value
-    # With an output directory, a restarted run resumes where it stopped.
-    checkpoint = (
-        os.path.join(output_dir, "em_state.npz") if output_dir else None
-    )
+    start = time.time()
     history = trainer.fit(
         as_dataset(*features["train"], batch),
         as_dataset(*features["validation"], batch),
-        checkpoint_path=checkpoint,
+        checkpoint_path=os.path.join(runs.MODEL_DIR.value, "em_state.npz"),
     )
-    errors = {
-        name: trainer.evaluate(as_dataset(x, y, batch))
-        for name, (x, y) in features.items()
+    train_seconds = round(time.time() - start, 1)
+    evaluation = {
+        split: {
+            "accuracy": round(
+                1.0 - float(trainer.evaluate(as_dataset(x, y, batch))), 5
+            )
+        }
+        for split, (x, y) in features.items()
     }
-    layer = trainer.to_layer() if architecture == "multiclass" else None
-    if output_dir:
-        with open(os.path.join(output_dir, "history.json"), "w") as f:
-            json.dump(history, f)
-    return errors, len(history["error"]), layer
+    runs.write_results(
+        {
+            **runs.describe_run(main, name, int(trainer.kernel.size)),
+            "train_examples": len(features["train"][1]),
+            "train_seconds": train_seconds,
+            "history": history,
+            "evaluation": evaluation,
+        }
+    )
+    return trainer.to_layer() if architecture == "multiclass" else None
 
 
-def train_sgd(features, capsule_dim, output_dir):
+def train_sgd(main, name, features):
+    """Fits the multiclass layer by Adam, stopping early on the
+    validation accuracy; writes `results.json` and returns the layer."""
     x, y = features["train"]
     model = keras.Sequential([keras.Input((x.shape[1],))])
     model.add(
         CapsuleRegression(
-            int(y.max()) + 1, capsule_dim, use_offset=_USE_OFFSET.value
+            int(y.max()) + 1,
+            runs.CAPSULE_DIM.value,
+            use_offset=_USE_OFFSET.value,
         )
     )
     model.compile(
         keras.optimizers.Adam(runs.LEARNING_RATE.value),
         "sparse_categorical_crossentropy",
         metrics=["accuracy"],
-        jit_compile=True,
+        jit_compile=runs.use_xla(),
     )
-    callbacks = [
-        keras.callbacks.EarlyStopping(
-            "val_accuracy", patience=5, restore_best_weights=True
-        )
-    ]
-    if output_dir:
-        callbacks += [
-            keras.callbacks.ModelCheckpoint(
-                os.path.join(output_dir, "model.keras"),
-                "val_accuracy",
-                save_best_only=True,
-            ),
-            # A restarted run resumes from its last epoch.
-            keras.callbacks.BackupAndRestore(
-                os.path.join(output_dir, "backup")
-            ),
-        ]
-    history = model.fit(
-        x,
-        y,
-        batch_size=runs.BATCH_SIZE.value,
-        epochs=runs.EPOCHS.value,
-        validation_data=features["validation"],
-        callbacks=callbacks,
-        verbose=2,
+    batch = runs.BATCH_SIZE.value
+    runs.train_and_evaluate(
+        main,
+        model,
+        as_dataset(x, y, batch, shuffle_seed=runs.SEED.value),
+        {split: as_dataset(a, b, 4096) for split, (a, b) in features.items()},
+        "capsule_regression.keras",
+        len(y),
+        name,
+        extra_callbacks=[
+            keras.callbacks.EarlyStopping(
+                "val_accuracy", patience=5, restore_best_weights=True
+            )
+        ],
+        validation_split="validation",
     )
-    errors = {
-        name: float(1.0 - model.evaluate(a, b, batch_size=4096, verbose=0)[1])
-        for name, (a, b) in features.items()
-    }
-    return errors, len(history.history["loss"]), model.layers[-1]
+    return model.layers[-1]
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    runs.set_defaults(**DEFAULTS)
+    strategy = runs.set_up(**DEFAULTS)
     name = runs.dataset(DATASETS)
-    keras.utils.set_random_seed(runs.SEED.value)
-    output_dir = _OUTPUT_DIR.value
-    if output_dir:
-        os.makedirs(output_dir, exist_ok=True)
     if _TRAINING.value == "sgd" and _ARCHITECTURE.value != "multiclass":
         raise app.UsageError("--training=sgd trains the multiclass model only.")
-    start = time.time()
     splits = load_splits(name, runs.TRAIN_SIZE.value, runs.SEED.value)
     features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
-    with distribution.make_strategy(runs.STRATEGY.value).scope():
+    with strategy.scope():
         if _TRAINING.value == "em":
-            errors, iterations, layer = train_em(
-                features,
-                runs.CAPSULE_DIM.value,
-                _ARCHITECTURE.value,
-                output_dir,
-            )
+            layer = train_em(main, name, features, _ARCHITECTURE.value)
         else:
-            errors, iterations, layer = train_sgd(
-                features, runs.CAPSULE_DIM.value, output_dir
-            )
-    results = {
-        "dataset": name,
-        "architecture": _ARCHITECTURE.value,
-        "capsule_dim": runs.CAPSULE_DIM.value,
-        "training": _TRAINING.value,
-        "projection_dim": _PROJECTION_DIM.value,
-        "centred": _CENTER.value,
-        "offset": _USE_OFFSET.value,
-        "train_size": len(features["train"][1]),
-        "iterations": iterations,
-        "seconds": round(time.time() - start, 1),
-        **{f"{name}_error": round(float(e), 5) for name, e in errors.items()},
-    }
-    print(json.dumps(results))
-    if output_dir:
-        with open(os.path.join(output_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
-        if runs.FIGURES.value and layer is not None:
-            write_figures(layer, splits, features, output_dir)
+            layer = train_sgd(main, name, features)
+    if runs.FIGURES.value and layer is not None:
+        write_figures(layer, splits, features, runs.MODEL_DIR.value)
 
 
 def write_figures(layer, splits, features, output_dir):
@@ -249,5 +222,4 @@ def write_figures(layer, splits, features, output_dir):
 
 
 if __name__ == "__main__":
-    runs.set_defaults(**DEFAULTS)
-    app.run(main)
+    runs.run(main, **DEFAULTS)

@@ -14,7 +14,7 @@ for architecture in $architectures; do
       out="$run_dir/${dataset}_${architecture}_d${d}"
       python -m examples.capsule_regression --dataset="$dataset" \
         --capsule_dim="$d" --architecture="$architecture" \
-        --output_dir="$out" >"$out.log" 2>&1
+        --model_dir="$out" >"$out.log" 2>&1
       cat "$out/results.json" >>"$run_dir/results.jsonl"
       echo >>"$run_dir/results.jsonl"
     done

@@ -8,7 +8,7 @@ capsules classifies) on objects made of parts seen from familiar
 viewpoints, tests on familiar and novel viewpoints, prints a results table
 and writes figures. No download; a few minutes on 2 CPU cores.
 
-Usage: python -m examples.demo --output_dir=demo_output
+Usage: python -m examples.demo --model_dir=demo_output
 """
 
 import json
@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
+from examples import capsule_regression, runs
 from keras_capsules import (
     callbacks,
     datasets,
@@ -32,14 +33,17 @@ from keras_capsules import (
 )
 from keras_capsules.layers import CapsuleRegression
 
-_OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", "demo_output", "Where the table and figures go."
-)
-_TRAIN_SIZE = flags.DEFINE_integer("train_size", 10000, "Training images.")
-_MAX_ITERATIONS = flags.DEFINE_integer(
-    "max_iterations", 400, "Cap on EM iterations per model."
-)
-_EPOCHS = flags.DEFINE_integer("epochs", 20, "SGD epochs.")
+# The demo's defaults of the flags of `examples/runs.py` and
+# `examples/capsule_regression.py`: `--train_size` images train the
+# capsule regressions (in `--epochs` by SGD, `--max_iterations` of EM),
+# the CapsNet and the Heinsen model.
+DEFAULTS = {
+    "model_dir": "demo_output",
+    "train_size": 10000,
+    "epochs": 20,
+    "max_iterations": 400,
+    "jit_compile": "true",
+}
 _CAPSNET_EPOCHS = flags.DEFINE_integer("capsnet_epochs", 6, "CapsNet epochs.")
 _HEINSEN_EPOCHS = flags.DEFINE_integer(
     "heinsen_epochs", 4, "Heinsen routing model epochs."
@@ -56,7 +60,6 @@ _GENERATIVE_EPOCHS = flags.DEFINE_integer(
 _GENERATIVE_TRAIN_SIZE = flags.DEFINE_integer(
     "generative_train_size", 3000, "Training images of the generative model."
 )
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 _ONLY = flags.DEFINE_list(
     "only",
     None,
@@ -118,7 +121,7 @@ def run_sgd(features, capsule_dim, epochs):
         keras.optimizers.Adam(3e-3),
         "sparse_categorical_crossentropy",
         metrics=["accuracy"],
-        jit_compile=True,
+        jit_compile=runs.use_xla(),
     )
     model.fit(
         x,
@@ -133,6 +136,23 @@ def run_sgd(features, capsule_dim, epochs):
         for s in ("test", "test_novel")
     }
     return errors, epochs, model.layers[-1]
+
+
+def viewpoint_errors(model, raw, one_hot=False):
+    """`model`'s test errors on familiar (`test`) and novel (`test_novel`)
+    viewpoints; `one_hot`: the model takes one-hot labels."""
+    errors = {}
+    for split in ("test", "test_novel"):
+        labels = raw[split]["label"]
+        if one_hot:
+            labels = keras.utils.to_categorical(
+                labels, len(datasets.SHAPE_NAMES)
+            )
+        scores = model.evaluate(
+            raw[split]["image"], labels, return_dict=True, verbose=0
+        )
+        errors[split] = 1.0 - scores["accuracy"]
+    return errors
 
 
 def run_capsnet(raw, epochs, output_dir):
@@ -153,13 +173,7 @@ def run_capsnet(raw, epochs, output_dir):
         epochs=epochs,
         verbose=0,
     )
-    errors = {
-        s: 1.0
-        - model.evaluate(
-            raw[s]["image"], raw[s]["label"], return_dict=True, verbose=0
-        )["accuracy"]
-        for s in ("test", "test_novel")
-    }
+    errors = viewpoint_errors(model, raw)
     images = raw["test"]["image"][:8]
     capsules = model.encode(images)
     predictions = np.argmax(model.capsule_length(capsules), axis=-1)
@@ -202,16 +216,7 @@ def run_heinsen(raw, epochs):
         epochs=epochs,
         verbose=0,
     )
-    return {
-        s: 1.0
-        - model.evaluate(
-            raw[s]["image"],
-            keras.utils.to_categorical(raw[s]["label"], num_classes),
-            return_dict=True,
-            verbose=0,
-        )["accuracy"]
-        for s in ("test", "test_novel")
-    }
+    return viewpoint_errors(model, raw, one_hot=True)
 
 
 def run_matrix_capsules(raw, epochs, train_size, output_dir):
@@ -225,7 +230,7 @@ def run_matrix_capsules(raw, epochs, train_size, output_dir):
         optimizer=keras.optimizers.Adam(3e-3),
         loss=loss,
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=True,
+        jit_compile=runs.use_xla(),
     )
     images = raw["train"]["image"][:train_size]
     labels = raw["train"]["label"][:train_size]
@@ -245,13 +250,7 @@ def run_matrix_capsules(raw, epochs, train_size, output_dir):
         os.path.join(output_dir, "em_vote_distances.png"),
         class_names=list(datasets.SHAPE_NAMES),
     )
-    return {
-        s: 1.0
-        - model.evaluate(
-            raw[s]["image"], raw[s]["label"], return_dict=True, verbose=0
-        )["accuracy"]
-        for s in ("test", "test_novel")
-    }
+    return viewpoint_errors(model, raw)
 
 
 def run_generative_capsules(raw, epochs, train_size, output_dir):
@@ -260,9 +259,11 @@ def run_generative_capsules(raw, epochs, train_size, output_dir):
     `(t0, A0)`. Writes reconstructions and templates."""
     images = raw["train"]["image"][:train_size]
     model = models.generative_capsule_autoencoder(
-        image_shape=images.shape[1:], seed=_SEED.value
+        image_shape=images.shape[1:], seed=runs.SEED.value
     )
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True)
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3), jit_compile=runs.use_xla()
+    )
     model.fit(images, batch_size=64, epochs=epochs, verbose=0)
 
     def features(x):
@@ -276,7 +277,7 @@ def run_generative_capsules(raw, epochs, train_size, output_dir):
             for s in ("test", "test_novel")
         },
         epochs=30,
-        seed=_SEED.value,
+        seed=runs.SEED.value,
     )
     examples = raw["test_novel"]["image"][:8]
     plots.plot_image_rows(
@@ -289,13 +290,49 @@ def run_generative_capsules(raw, epochs, train_size, output_dir):
     return {s: 1.0 - accuracy[s] for s in accuracy}
 
 
+def train_row(raw, features, training, capsule_dim, architecture):
+    """Trains the model of one row of the table; returns its errors
+    (`test`, `test_novel`), its steps (EM iterations or epochs) and its
+    capsule regression layer (None for the image models)."""
+    output_dir = runs.MODEL_DIR.value
+    image_models = {
+        "capsnet": (
+            _CAPSNET_EPOCHS,
+            lambda epochs: run_capsnet(raw, epochs, output_dir),
+        ),
+        "heinsen": (_HEINSEN_EPOCHS, lambda epochs: run_heinsen(raw, epochs)),
+        "matrix": (
+            _MATRIX_EPOCHS,
+            lambda epochs: run_matrix_capsules(
+                raw, epochs, _MATRIX_TRAIN_SIZE.value, output_dir
+            ),
+        ),
+        "generative": (
+            _GENERATIVE_EPOCHS,
+            lambda epochs: run_generative_capsules(
+                raw, epochs, _GENERATIVE_TRAIN_SIZE.value, output_dir
+            ),
+        ),
+    }
+    if architecture in image_models:
+        epochs, train = image_models[architecture]
+        return train(epochs.value), epochs.value, None
+    if training == "em":
+        return run_em(
+            features,
+            capsule_dim,
+            architecture,
+            capsule_regression.MAX_ITERATIONS.value,
+        )
+    return run_sgd(features, capsule_dim, runs.EPOCHS.value)
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    keras.utils.set_random_seed(_SEED.value)
-    os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
-    raw, features = load_features(_TRAIN_SIZE.value, _SEED.value)
-    runs = [
+    runs.set_up(**DEFAULTS)
+    raw, features = load_features(runs.TRAIN_SIZE.value, runs.SEED.value)
+    planned = [
         ("capsule regression, multiclass", "em", 2, "multiclass"),
         ("capsule regression, multiclass", "em", 8, "multiclass"),
         ("capsule regression, one-vs-all", "em", 2, "one_vs_all"),
@@ -308,43 +345,18 @@ def main(argv):
     ]
     rows, layers = [], {}
     if _ONLY.value:
-        unknown = set(_ONLY.value) - {run[3] for run in runs}
+        unknown = set(_ONLY.value) - {run[3] for run in planned}
         if unknown:
             raise app.UsageError(
                 f"--only: unknown models {sorted(unknown)}; expected some of "
-                f"{sorted({run[3] for run in runs})}."
+                f"{sorted({run[3] for run in planned})}."
             )
-        runs = [run for run in runs if run[3] in _ONLY.value]
-    for name, training, capsule_dim, architecture in runs:
+        planned = [run for run in planned if run[3] in _ONLY.value]
+    for name, training, capsule_dim, architecture in planned:
         start = time.time()
-        if architecture == "capsnet":
-            errors = run_capsnet(raw, _CAPSNET_EPOCHS.value, _OUTPUT_DIR.value)
-            steps, layer = _CAPSNET_EPOCHS.value, None
-        elif architecture == "heinsen":
-            errors = run_heinsen(raw, _HEINSEN_EPOCHS.value)
-            steps, layer = _HEINSEN_EPOCHS.value, None
-        elif architecture == "matrix":
-            errors = run_matrix_capsules(
-                raw,
-                _MATRIX_EPOCHS.value,
-                _MATRIX_TRAIN_SIZE.value,
-                _OUTPUT_DIR.value,
-            )
-            steps, layer = _MATRIX_EPOCHS.value, None
-        elif architecture == "generative":
-            errors = run_generative_capsules(
-                raw,
-                _GENERATIVE_EPOCHS.value,
-                _GENERATIVE_TRAIN_SIZE.value,
-                _OUTPUT_DIR.value,
-            )
-            steps, layer = _GENERATIVE_EPOCHS.value, None
-        elif training == "em":
-            errors, steps, layer = run_em(
-                features, capsule_dim, architecture, _MAX_ITERATIONS.value
-            )
-        else:
-            errors, steps, layer = run_sgd(features, capsule_dim, _EPOCHS.value)
+        errors, steps, layer = train_row(
+            raw, features, training, capsule_dim, architecture
+        )
         if layer is not None:
             layers[(training, capsule_dim)] = layer
         rows.append(
@@ -359,16 +371,21 @@ def main(argv):
             }
         )
         print(json.dumps(rows[-1]), flush=True)
-    print_table(rows)
-    with open(os.path.join(_OUTPUT_DIR.value, "results.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+    runs.write_results(
+        {
+            **runs.describe_run(
+                main, "procedural_shapes", flag_modules=[capsule_regression]
+            ),
+            "rows": rows,
+        }
+    )
     x_test, y_test = features["test"]
     if ("em", 2) in layers:
         plots.plot_latent_space(
             layers[("em", 2)],
             x_test,
             y_test,
-            os.path.join(_OUTPUT_DIR.value, "latent_space.png"),
+            os.path.join(runs.MODEL_DIR.value, "latent_space.png"),
             class_names=list(datasets.SHAPE_NAMES),
         )
     if ("em", 8) in layers:
@@ -376,10 +393,11 @@ def main(argv):
             layers[("em", 8)],
             *features["train"],
             raw["train"]["image"],
-            os.path.join(_OUTPUT_DIR.value, "prototypes.png"),
+            os.path.join(runs.MODEL_DIR.value, "prototypes.png"),
             class_names=list(datasets.SHAPE_NAMES),
         )
-    print(f"Figures and results.json written to {_OUTPUT_DIR.value}/")
+    print_table(rows)
+    print(f"Figures and results.json written to {runs.MODEL_DIR.value}/")
 
 
 def print_table(rows):
@@ -406,4 +424,4 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    runs.run(main, **DEFAULTS)

@@ -19,52 +19,24 @@ import json
 import time
 
 import keras
-import numpy as np
-import tensorflow as tf
 from absl import app, flags
 
-from keras_capsules import models, trainers
+from examples import generative_training, runs
+from keras_capsules import trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
-from keras_capsules.datasets import image_transforms
 
+# The script's defaults of the flags of `examples/runs.py` and
+# `examples/generative_training.py`.
+DEFAULTS = {
+    "train_size": 20000,
+    "test_size": 2000,
+    "epochs": 2,
+    "batch_size": 64,
+    "learning_rate": 1e-3,
+    "jit_compile": "true",
+    "top_pose_refinement_steps": 0,
+}
 _NAME = flags.DEFINE_string("name", "default", "Name of the variant.")
-_TRAIN_SIZE = flags.DEFINE_integer("train_size", 20000, "Training digits.")
-_TEST_SIZE = flags.DEFINE_integer("test_size", 2000, "Test digits.")
-_EPOCHS = flags.DEFINE_integer("epochs", 2, "Epochs.")
-_CANVAS = flags.DEFINE_integer("canvas_size", 40, "Canvas side.")
-_MAX_SHIFT = flags.DEFINE_integer("max_shift", 0, "Random shifts (pixels).")
-_WARMUP = flags.DEFINE_integer("top_kl_warmup_steps", 0, "KL warm-up.")
-_STOP_GRADIENT = flags.DEFINE_boolean(
-    "stop_gradient_between_layers", False, "SCAE's stop gradient."
-)
-_COORDINATES = flags.DEFINE_boolean(
-    "coordinate_channels", False, "Positions for the template encoder."
-)
-_NORMALIZE = flags.DEFINE_boolean(
-    "normalize_top_encoder_inputs", False, "Batch-normalised top inputs."
-)
-_INFORMATION = flags.DEFINE_float(
-    "presence_information_weight", 0.0, "Weight of the presence MI."
-)
-_SELECTION = flags.DEFINE_float(
-    "selection_information_weight", 0.0, "Weight of the selection MI."
-)
-_TEMPERATURE = flags.DEFINE_float("temperature", 1.0, "Concrete temperature.")
-_INITIAL_POSE_SCALE = flags.DEFINE_float(
-    "initial_pose_scale",
-    None,
-    "c_ij at initialisation (default 1.5 x min_pose_scale; 0.7931: softplus"
-    " 0 at the default minimum).",
-)
-_MIN_POSE_SCALE = flags.DEFINE_float(
-    "min_pose_scale", 0.1, "Lower bound of c_ij (paper: 0.1)."
-)
-_REFINEMENT_STEPS = flags.DEFINE_integer(
-    "top_pose_refinement_steps", 0, "EM steps on the top layer's poses."
-)
-_ZERO_OFFSETS = flags.DEFINE_boolean(
-    "zero_pose_offsets", False, "Start every M_ij at the identity."
-)
 _OUTPUT = flags.DEFINE_string("output", None, "JSON lines file to append to.")
 
 _REPORTED = (
@@ -83,59 +55,30 @@ _REPORTED = (
 
 def main(argv):
     del argv
-    keras.utils.set_random_seed(0)
-    canvas = _CANVAS.value
+    runs.set_defaults(**DEFAULTS)
+    keras.utils.set_random_seed(runs.SEED.value)
+    canvas = generative_training.CANVAS_SIZE.value
     train, train_labels = data.load_images(
-        "mnist", "train", _TRAIN_SIZE.value, canvas, 0
+        "mnist", "train", runs.TRAIN_SIZE.value, canvas, runs.SEED.value
     )
     test, test_labels = data.load_images(
-        "mnist", "test", _TEST_SIZE.value, canvas, 0
+        "mnist", "test", runs.TEST_SIZE.value, canvas, runs.SEED.value
     )
-    model = models.generative_capsule_autoencoder(
-        image_shape=train.shape[1:],
-        seed=0,
-        coordinate_channels=_COORDINATES.value,
-        normalize_top_encoder_inputs=_NORMALIZE.value,
-        top_kl_warmup_steps=_WARMUP.value,
-        stop_gradient_between_layers=_STOP_GRADIENT.value,
-        presence_information_weight=_INFORMATION.value,
-        selection_information_weight=_SELECTION.value,
-        temperature=_TEMPERATURE.value,
-        initial_pose_scale=_INITIAL_POSE_SCALE.value,
-        min_pose_scale=_MIN_POSE_SCALE.value,
-        top_pose_refinement_steps=_REFINEMENT_STEPS.value,
-    )
-    if _ZERO_OFFSETS.value:
-        offsets = model.decoder.pose_offsets
-        offsets.assign(np.zeros(offsets.shape, "float32"))
-    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True)
-    images = tf.data.Dataset.from_tensor_slices(train).shuffle(20000, seed=0)
-    images = images.batch(64, drop_remainder=True)
-    if _MAX_SHIFT.value:
-        images = images.map(
-            lambda x: image_transforms.random_translate(
-                x, canvas, _MAX_SHIFT.value
-            )
-        )
+    model = generative_training.build_model(train.shape[1:])
     start = time.time()
     history = model.fit(
-        images.prefetch(2),
-        epochs=_EPOCHS.value,
-        validation_data=(test,),
+        generative_training.training_images(train),
+        epochs=runs.EPOCHS.value,
+        # Batches of 32, as its stored lines were measured.
+        validation_data=generative_training.test_images(test, 32),
         verbose=2,
     ).history
     seconds = time.time() - start
 
-    def features(x):
-        latents = [model.encode(x[i : i + 500]) for i in range(0, len(x), 500)]
-        return models.top_layer_features(
-            {
-                key: np.concatenate([np.asarray(part[key]) for part in latents])
-                for key in latents[0]
-            }
-        )
-
-    train_features, test_features = features(train[:5000]), features(test)
+    train_features, test_features = (
+        generative_training.top_features(model, train[:5000]),
+        generative_training.top_features(model, test),
+    )
     probe = {
         kind: trainers.linear_probe_accuracy(
             train_features[kind],
@@ -160,4 +103,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    runs.set_defaults(**DEFAULTS)
     app.run(main)

@@ -5,6 +5,7 @@ text differ."""
 import keras
 from absl import flags
 
+from examples import runs
 from keras_capsules import recipes
 
 OPTIMIZERS = ("radam", "adam")
@@ -71,4 +72,18 @@ def compile_classifier(
         loss=keras.losses.CategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
+    )
+
+
+def compile_for_run(model, steps_per_epoch, optimizer="radam"):
+    """`compile_classifier` with the run's flags: one cycle over
+    `--epochs` of `steps_per_epoch` to the peak `--learning_rate`,
+    `--beta_1_schedule`, XLA by `--jit_compile`."""
+    compile_classifier(
+        model,
+        runs.EPOCHS.value * steps_per_epoch,
+        runs.LEARNING_RATE.value,
+        runs.use_xla(),
+        optimizer=optimizer,
+        beta_1_schedule=BETA_1_SCHEDULE.value,
     )

@@ -69,7 +69,8 @@ for variant in "${variants[@]}"; do
   python - "$output_dir/$name/results.json" "$name" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))
-print(json.dumps({"variant": sys.argv[2], "test_error": results["test_error"],
+test_error = 1 - results["evaluation"]["test"]["accuracy"]
+print(json.dumps({"variant": sys.argv[2], "test_error": round(test_error, 5),
                   "train_seconds": results["train_seconds"]}))
 PY
 done

@@ -23,11 +23,23 @@ def read_results(path):
         results.append(result)
 
 
+def cell(result):
+    """`(capsule_dim, architecture, test error)` of one run's results:
+    `examples/runs.py`'s schema, or the one the stored sweep was written
+    in (`capsule_dim`, `architecture` and `test_error` at the top)."""
+    if "evaluation" in result:
+        settings = result["flags"]
+        error = 1.0 - result["evaluation"]["test"]["accuracy"]
+    else:
+        settings, error = result, result["test_error"]
+    return settings["capsule_dim"], settings["architecture"], error
+
+
 def table(results):
     rows = {}
     for r in results:
-        key = (r["dataset"], r["capsule_dim"])
-        rows.setdefault(key, {})[r["architecture"]] = r
+        capsule_dim, architecture, error = cell(r)
+        rows.setdefault((r["dataset"], capsule_dim), {})[architecture] = error
     lines = [
         "| dataset | d | multiclass | one-vs-all | all-vs-all | paper "
         "(multiclass) |",
@@ -36,8 +48,8 @@ def table(results):
     for (dataset, d), runs in sorted(rows.items()):
         cells = []
         for architecture in ("multiclass", "one_vs_all", "all_vs_all"):
-            run = runs.get(architecture)
-            cells.append(f"{100 * run['test_error']:.2f}" if run else "")
+            error = runs.get(architecture)
+            cells.append("" if error is None else f"{100 * error:.2f}")
         paper = PAPER_MULTICLASS_D2.get(dataset) if d == 2 else None
         lines.append(
             f"| {dataset} | {d} | "

@@ -3,22 +3,29 @@ once; each script sets its own defaults), run set-up, callbacks,
 fit-evaluate-save with one `results.json` schema, and the serving export.
 
 A script calls `set_up(**defaults)` first in its `main` and
-`run(main, **defaults)` when run as a program.
+`run(main, **defaults)` when run as a program. Flags that several scripts
+take beyond these live in a shared module (`heinsen_training.py`,
+`generative_training.py`), so that no flag is defined twice and the
+scripts run in one process (the tests run them so).
 
 `results.json`:
 
 ```none
 script, dataset        what ran
 flags                  every flag of the script and of this module
+parameters             the model's weights
 train_examples         examples in one pass over the training data
 train_seconds          fit's wall time (evaluation after each epoch too)
 seconds_per_epoch      training time of each epoch, without evaluation
 examples_per_second    training examples / median epoch time (without
                        the first epoch, which compiles, when there are more)
-parameters             the model's weights
 history                fit's metrics per epoch
-evaluation             {split: {metric: value}} after training
+evaluation             {split: {metric: value}} after training; every
+                       classifier reports `accuracy` (test error is
+                       1 - accuracy)
 ```
+
+A script adds its own entries after these (the docstring says which).
 """
 
 import json
@@ -37,6 +44,11 @@ MODEL_DIR = flags.DEFINE_string(
 DATASET = flags.DEFINE_string(
     "dataset", None, "Data to train on (the script lists its choices)."
 )
+RECIPE = flags.DEFINE_string(
+    "recipe",
+    None,
+    "A named set of the script's defaults (the script lists its choices).",
+)
 TRAIN_SIZE = flags.DEFINE_integer(
     "train_size", None, "Use only the first training examples."
 )
@@ -52,7 +64,9 @@ CAPSULE_DIM = flags.DEFINE_integer(
     "capsule_dim", 4, "Size of each class capsule (the script says how)."
 )
 ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations", 3, "Iterations of each routing."
+    "routing_iterations",
+    None,
+    "Iterations of each routing (the script's default when unset).",
 )
 SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 STRATEGY = flags.DEFINE_enum(
@@ -85,37 +99,50 @@ FIGURES = flags.DEFINE_bool(
     "figures", True, "Write the script's PNG figures (if it has any)."
 )
 
-_MODULE_DEFAULTS = {
-    flag.name: flag.default
-    for flag in flags.FLAGS.get_flags_for_module(__name__)
-}
+# The defaults the example modules declared, recorded before any script
+# changes one.
+_DECLARED_DEFAULTS = {}
 
 
 def run(main, **defaults):
     """`app.run(main)` with the script's flag defaults (so `--help` shows
-    them) and `--model_dir` required."""
+    them); `--model_dir` is required unless the script gives one."""
     set_defaults(**defaults)
-    flags.mark_flag_as_required("model_dir")
+    if defaults.get("model_dir") is None:
+        flags.mark_flag_as_required("model_dir")
     app.run(main)
 
 
 def set_defaults(**defaults):
-    """Sets the script's defaults of flags defined here, and this module's
-    defaults for the rest (so that scripts run in one process do not
-    inherit each other's); a flag given on the command line (or set by a
-    test) keeps its value."""
-    for name, value in {**_MODULE_DEFAULTS, **defaults}.items():
+    """Sets the script's `defaults` and the declared defaults of every
+    other flag of the example modules (so that scripts run in one process
+    do not inherit each other's); a flag given on the command line (or
+    set by a test) keeps its value."""
+    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
+        if module.startswith("examples."):
+            for flag in module_flags:
+                _DECLARED_DEFAULTS.setdefault(flag.name, flag.default)
+    for name, value in {**_DECLARED_DEFAULTS, **defaults}.items():
         flags.FLAGS.set_default(name, value)
+
+
+def _choice(flag, choices):
+    if flag.value not in choices:
+        raise app.UsageError(
+            f"--{flag.name} must be one of {tuple(choices)}. Received: "
+            f"{flag.value!r}."
+        )
+    return flag.value
 
 
 def dataset(choices):
     """`--dataset`, checked against the script's `choices`."""
-    if DATASET.value not in choices:
-        raise app.UsageError(
-            f"--dataset must be one of {tuple(choices)}. Received: "
-            f"{DATASET.value!r}."
-        )
-    return DATASET.value
+    return _choice(DATASET, choices)
+
+
+def recipe(choices):
+    """`--recipe`, checked against the script's `choices`."""
+    return _choice(RECIPE, choices)
 
 
 def set_up(**defaults):
@@ -179,6 +206,78 @@ def script_flags(main, modules=()):
     return dict(sorted(values.items()))
 
 
+def describe_run(main, dataset, parameters=None, flag_modules=()):
+    """The first entries of `results.json`: the script, `dataset`, the
+    flags (of `main`'s module, of `flag_modules` and of this one) and the
+    model's `parameters` (if given)."""
+    description = {
+        "script": main.__module__,
+        "dataset": dataset,
+        "flags": script_flags(main, flag_modules),
+    }
+    if parameters is not None:
+        description["parameters"] = parameters
+    return description
+
+
+def evaluate(model, tests):
+    """`{split: {metric: value}}` of `model.evaluate` on each of `tests`."""
+    return {
+        split: {
+            name: round(float(value), 5)
+            for name, value in model.evaluate(
+                data, return_dict=True, verbose=0
+            ).items()
+        }
+        for split, data in tests.items()
+    }
+
+
+def fit(
+    model,
+    train,
+    model_file,
+    train_examples,
+    extra_callbacks=(),
+    validation_data=None,
+):
+    """Fits `model` on `train` for `--epochs` with `callbacks(model_file)`
+    and `extra_callbacks`; returns the training entries of `results.json`
+    (`train_examples` to `history`)."""
+    timer = EpochTimer()
+    start = time.time()
+    history = model.fit(
+        train,
+        epochs=EPOCHS.value,
+        validation_data=validation_data,
+        callbacks=[*callbacks(model_file), timer, *extra_callbacks],
+    )
+    train_seconds = round(time.time() - start, 1)
+    # The first epoch includes tracing and compiling: leave it out.
+    steady = timer.seconds[1:] or timer.seconds
+    epoch_seconds = float(np.median(steady)) if steady else None
+    return {
+        "train_examples": train_examples,
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": timer.seconds,
+        "examples_per_second": (
+            round(train_examples / epoch_seconds, 1) if epoch_seconds else None
+        ),
+        "history": {
+            key: [float(value) for value in values]
+            for key, values in history.history.items()
+        },
+    }
+
+
+def write_results(results, file_name="results.json"):
+    """Writes `results` to `file_name` in `--model_dir` and prints them
+    (without the history) as one JSON line."""
+    with open(os.path.join(MODEL_DIR.value, file_name), "w") as file:
+        json.dump(results, file, indent=1)
+    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
+
+
 def train_and_evaluate(
     main,
     model,
@@ -208,54 +307,35 @@ def train_and_evaluate(
             epoch as fit's validation data.
         flag_modules: modules besides the script's whose flags it uses
             (recorded in the results).
-        extra_results: optional dict of more entries for the results.
+        extra_results: optional dict of more entries for the results, or
+            a function of the trained model that returns one; an
+            `"evaluation"` entry in it adds splits to the evaluation.
 
     Returns:
         The results written to `results.json`.
     """
-    timer = EpochTimer()
-    start = time.time()
-    history = model.fit(
+    training = fit(
+        model,
         train,
-        epochs=EPOCHS.value,
-        validation_data=tests[validation_split] if validation_split else None,
-        callbacks=[*callbacks(model_file), timer, *extra_callbacks],
+        model_file,
+        train_examples,
+        extra_callbacks,
+        tests[validation_split] if validation_split else None,
     )
-    train_seconds = round(time.time() - start, 1)
-    evaluation = {
-        split: {
-            name: round(float(value), 5)
-            for name, value in model.evaluate(
-                data, return_dict=True, verbose=0
-            ).items()
-        }
-        for split, data in tests.items()
-    }
-    # The first epoch includes tracing and compiling: leave it out.
-    steady = timer.seconds[1:] or timer.seconds
-    epoch_seconds = float(np.median(steady)) if steady else None
+    if callable(extra_results):
+        extra_results = extra_results(model)
+    extra_results = dict(extra_results or {})
     results = {
-        "script": main.__module__,
-        "dataset": dataset,
-        "flags": script_flags(main, flag_modules),
-        "train_examples": train_examples,
-        "train_seconds": train_seconds,
-        "seconds_per_epoch": timer.seconds,
-        "examples_per_second": (
-            round(train_examples / epoch_seconds, 1) if epoch_seconds else None
-        ),
-        "parameters": model.count_params(),
-        "history": {
-            key: [float(value) for value in values]
-            for key, values in history.history.items()
+        **describe_run(main, dataset, model.count_params(), flag_modules),
+        **training,
+        "evaluation": {
+            **evaluate(model, tests),
+            **extra_results.pop("evaluation", {}),
         },
-        "evaluation": evaluation,
-        **(extra_results or {}),
+        **extra_results,
     }
     model.save(os.path.join(MODEL_DIR.value, model_file))
-    with open(os.path.join(MODEL_DIR.value, "results.json"), "w") as file:
-        json.dump(results, file, indent=1)
-    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
+    write_results(results)
     return results
 
 

@@ -31,6 +31,7 @@ DEFAULTS = {
     "batch_size": 32,
     "learning_rate": 1e-3,
     "capsule_dim": 4,
+    "routing_iterations": 3,
 }
 
 _ROUTING = flags.DEFINE_enum(

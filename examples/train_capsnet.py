@@ -34,6 +34,7 @@ DEFAULTS = {
     "epochs": 1,
     "batch_size": 128,
     "learning_rate": 1e-3,
+    "routing_iterations": 3,
 }
 
 _LEARNING_RATE_DECAY = flags.DEFINE_float(

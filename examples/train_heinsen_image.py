@@ -54,11 +54,13 @@ RECIPES = {
         "mixup_alpha": 0.0,
     },
 }
-DEFAULTS = {"dataset": "mnist", **RECIPES["paper"]}
+DEFAULTS = {
+    "dataset": "mnist",
+    "recipe": "paper",
+    "routing_iterations": 3,
+    **RECIPES["paper"],
+}
 
-_RECIPE = flags.DEFINE_enum(
-    "recipe", "paper", list(RECIPES), "Defaults of the training flags."
-)
 _OPTIMIZER = flags.DEFINE_enum(
     "optimizer",
     "radam",
@@ -93,9 +95,10 @@ _NUM_PARTS = flags.DEFINE_integer(
 
 def main(argv):
     del argv
-    strategy = runs.set_up(**{**DEFAULTS, **RECIPES[_RECIPE.value]})
+    runs.set_defaults(**DEFAULTS)
+    strategy = runs.set_up(**{**DEFAULTS, **RECIPES[runs.recipe(RECIPES)]})
     name = runs.dataset(datasets.heinsen_experiments.DATASETS)
-    epochs, batch_size = runs.EPOCHS.value, runs.BATCH_SIZE.value
+    batch_size = runs.BATCH_SIZE.value
     padding = _PADDING.value or ("valid" if name == "smallnorb" else "same")
     image_shape, num_classes, test_splits, _ = (
         datasets.heinsen_experiments.dataset_info(name)
@@ -130,13 +133,8 @@ def main(argv):
         model = recipes.MixupClassifier(
             classifier, alpha=heinsen_training.MIXUP_ALPHA.value, seed=seed
         )
-        heinsen_training.compile_classifier(
-            model,
-            epochs * steps_per_epoch,
-            runs.LEARNING_RATE.value,
-            runs.use_xla(),
-            optimizer=_OPTIMIZER.value,
-            beta_1_schedule=heinsen_training.BETA_1_SCHEDULE.value,
+        heinsen_training.compile_for_run(
+            model, steps_per_epoch, optimizer=_OPTIMIZER.value
         )
     runs.train_and_evaluate(
         main,

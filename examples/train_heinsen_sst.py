@@ -54,6 +54,7 @@ DEFAULTS = {
     "batch_size": 20,
     "learning_rate": 5e-4,
     "backup_steps": 1000,
+    "routing_iterations": 3,
 }
 
 
@@ -142,13 +143,7 @@ def main(argv):
             alpha=heinsen_training.MIXUP_ALPHA.value,
             seed=seed,
         )
-        heinsen_training.compile_classifier(
-            model,
-            runs.EPOCHS.value * steps_per_epoch,
-            runs.LEARNING_RATE.value,
-            runs.use_xla(),
-            beta_1_schedule=heinsen_training.BETA_1_SCHEDULE.value,
-        )
+        heinsen_training.compile_for_run(model, steps_per_epoch)
     runs.train_and_evaluate(
         main,
         model,

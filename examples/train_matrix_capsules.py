@@ -27,52 +27,41 @@ Usage:
       --epochs=2 --model_dir=runs/em_mnist
 """
 
-import json
-import os
-import time
-
 import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution, fitting
+from examples import runs
 from keras_capsules import callbacks, datasets, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
 from keras_capsules.layers import em_activation, inverse_temperatures
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
-_DATASET = flags.DEFINE_enum(
-    "dataset", "mnist", list(experiments.DATASETS), "Dataset."
-)
+# The script's defaults of the flags of `examples/runs.py`. Unset
+# `--routing_iterations` takes the recipe's.
+DEFAULTS = {
+    "dataset": "mnist",
+    "recipe": models.DEFAULT_MATRIX_CAPSNET_RECIPE,
+    "epochs": 10,
+    "batch_size": 32,
+    "learning_rate": 3e-3,
+    "routing_iterations": None,
+    "jit_compile": "true",
+    "backup_steps": 200,
+}
+
 _MODEL = flags.DEFINE_enum(
     "model",
     "full",
     ["full", "small"],
     "`full`: A=B=C=D=32 (310K weights); `small`: A=64, B=8, C=D=16 (68K).",
 )
-_EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training set.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 3e-3, "Adam's rate.")
-_ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations",
-    None,
-    "EM iterations of every routing layer; the recipe's when unset "
-    "(`paper`: 3, `standardized`: 2).",
-)
 _CLASS_ROUTING_ITERATIONS = flags.DEFINE_integer(
     "class_routing_iterations",
     None,
     "EM iterations of the class capsules alone (lambda rising linearly); "
     "--routing_iterations when unset.",
-)
-_RECIPE = flags.DEFINE_enum(
-    "recipe",
-    models.DEFAULT_MATRIX_CAPSNET_RECIPE,
-    list(models.MATRIX_CAPSNET_RECIPES),
-    "Routing and initialisation: `standardized` (the default, README) or "
-    "`paper` (Procedure 1 as written, lambda -> 0.001, linear margin). The "
-    "flags below left unset take the recipe's values.",
 )
 _FINAL_INVERSE_TEMPERATURE = flags.DEFINE_float(
     "final_inverse_temperature",
@@ -160,43 +149,24 @@ _BASELINE_EPOCHS = flags.DEFINE_integer(
 _MULTI_CROP = flags.DEFINE_boolean(
     "multi_crop", False, "smallNORB: also test on nine crops per image."
 )
-_TRAIN_SIZE = flags.DEFINE_integer(
-    "train_size", None, "Use only the first training examples."
-)
-_TEST_SIZE = flags.DEFINE_integer(
-    "test_size", None, "Use only the first examples of each test set."
-)
-_MIXED_PRECISION = flags.DEFINE_enum(
-    "mixed_precision",
-    "none",
-    ["none", "mixed_float16", "mixed_bfloat16"],
-    "Keras dtype policy.",
-)
-_JIT_COMPILE = flags.DEFINE_enum(
-    "jit_compile", "true", ["auto", "true", "false"], "XLA train step."
-)
-_STRATEGY = flags.DEFINE_enum(
-    "strategy", "default", list(distribution.STRATEGIES), "tf.distribute."
-)
-_MODEL_DIR = flags.DEFINE_string(
-    "model_dir", None, "Backups, model, TensorBoard logs and results."
-)
-_BACKUP_STEPS = flags.DEFINE_integer(
-    "backup_steps", 200, "Steps between backups."
-)
-_EXPORT_DIR = flags.DEFINE_string(
-    "export_dir", None, "Where to write the serving SavedModel."
-)
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
 
 def make_loss():
-    """The `--loss` and the callbacks its schedule needs."""
+    """The `--loss`."""
     if _LOSS.value == "spread":
         return losses.SpreadLoss(0.2)
     if _LOSS.value == "margin":
         return losses.MarginLoss()
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def margin_callbacks(loss, total_steps):
+    """The spread loss's margin schedule (`--margin_schedule`)."""
+    if _LOSS.value != "spread":
+        return []
+    if _MARGIN_SCHEDULE.value == "linear":
+        return [callbacks.SpreadLossMargin(loss, total_steps, 0.2, 0.9)]
+    return [callbacks.SigmoidSpreadLossMargin(loss)]
 
 
 class StopAtError(keras.callbacks.Callback):
@@ -220,12 +190,12 @@ class StopAtError(keras.callbacks.Callback):
 
 def load(split, full_images=False):
     return datasets.load_matrix_capsule_data(
-        _DATASET.value,
+        runs.DATASET.value,
         split,
-        _BATCH_SIZE.value,
+        runs.BATCH_SIZE.value,
         _VIEWPOINTS.value,
-        _TRAIN_SIZE.value if split == "train" else _TEST_SIZE.value,
-        _SEED.value,
+        runs.TRAIN_SIZE.value if split == "train" else runs.TEST_SIZE.value,
+        runs.SEED.value,
         full_images,
     )
 
@@ -235,165 +205,147 @@ def test_splits():
     return ("test", "test_novel") if novel else ("test",)
 
 
-def errors(model, tests):
-    return {
-        f"{split}_error": round(
-            1.0 - model.evaluate(data, verbose=0, return_dict=True)["accuracy"],
-            5,
-        )
-        for split, data in tests.items()
-    }
-
-
-def multi_crop_error(model):
-    """smallNORB test error with activations averaged over nine crops."""
-    wrong = total = 0
+def multi_crop_accuracy(model):
+    """smallNORB test accuracy with activations averaged over nine crops."""
+    right = total = 0
     for images, labels in load("test", full_images=True):
         crops = experiments.test_crops(images)
         activations = tf.reduce_mean(
             tf.stack([model(crop, training=False) for crop in crops]), 0
         )
         predicted = tf.argmax(activations, -1, output_type=labels.dtype)
-        wrong += int(tf.reduce_sum(tf.cast(predicted != labels, tf.int32)))
+        right += int(tf.reduce_sum(tf.cast(predicted == labels, tf.int32)))
         total += int(labels.shape[0])
-    return round(wrong / total, 5)
+    return round(right / total, 5)
 
 
-def train_cnn_baseline(image_shape, num_classes, train, tests, jit):
-    """The paper's CNN baseline; returns its errors."""
+def train_cnn_baseline(image_shape, num_classes, train, tests):
+    """The paper's CNN baseline; returns its weights and evaluation."""
     cnn = models.viewpoint_cnn(num_classes, image_shape)
     cnn.compile(
         optimizer=keras.optimizers.Adam(1e-3),
         loss="sparse_categorical_crossentropy",
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=jit,
+        jit_compile=runs.use_xla(),
     )
     cnn.fit(train, epochs=_BASELINE_EPOCHS.value, verbose=2)
-    return {**errors(cnn, tests), "parameters": cnn.count_params()}
+    return {
+        "parameters": cnn.count_params(),
+        "evaluation": runs.evaluate(cnn, tests),
+    }
+
+
+def build_model(image_shape, num_classes):
+    """The matrix-capsule network of `--model`, `--recipe` and the
+    routing flags (not yet compiled)."""
+    sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
+    settings = recipe_settings()
+    iterations = settings.pop("num_iterations")
+    final_inverse_temperature = settings.pop("final_inverse_temperature")
+    class_iterations = _CLASS_ROUTING_ITERATIONS.value
+
+    def schedule(count):
+        return inverse_temperatures.inverse_temperature_schedule(
+            _INVERSE_TEMPERATURE_SCHEDULE.value,
+            count,
+            final_inverse_temperature,
+        )
+
+    return models.matrix_capsnet(
+        *sizes,
+        num_classes=num_classes,
+        input_shape=image_shape,
+        num_iterations=iterations,
+        inverse_temperatures=schedule(iterations),
+        class_num_iterations=class_iterations,
+        class_inverse_temperatures=(
+            schedule(class_iterations) if class_iterations else None
+        ),
+        coordinate_addition=_COORDINATE_ADDITION.value,
+        recipe=runs.RECIPE.value,
+        **settings,
+    )
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    runs.set_defaults(**DEFAULTS)
+    runs.recipe(models.MATRIX_CAPSNET_RECIPES)
     if _CNN_BASELINE.value and _VIEWPOINTS.value == "none":
         raise app.UsageError("--cnn_baseline needs a --viewpoints split.")
-    keras.utils.set_random_seed(_SEED.value)
-    if _MIXED_PRECISION.value != "none":
-        keras.mixed_precision.set_dtype_policy(_MIXED_PRECISION.value)
-    model_dir = _MODEL_DIR.value
-    os.makedirs(model_dir, exist_ok=True)
-    image_shape, num_classes = experiments.dataset_info(_DATASET.value)
+    strategy = runs.set_up(**DEFAULTS)
+    dataset = runs.dataset(experiments.DATASETS)
+    image_shape, num_classes = experiments.dataset_info(dataset)
     train = load("train")
     tests = {split: load(split).cache() for split in test_splits()}
     steps_per_epoch = int(train.cardinality())
     if steps_per_epoch < 0:  # smallNORB filters: count once
         steps_per_epoch = sum(1 for _ in train)
-    jit = fitting.use_xla(_JIT_COMPILE.value)
-    results = {
-        "dataset": _DATASET.value,
-        "flags": flags_summary(),
-        "recipe_settings": recipe_settings(),
-    }
+    extra = {"recipe_settings": recipe_settings()}
     extra_callbacks = []
     if _CNN_BASELINE.value:
-        results["cnn"] = train_cnn_baseline(
-            image_shape, num_classes, train, tests, jit
-        )
+        with strategy.scope():
+            extra["cnn"] = train_cnn_baseline(
+                image_shape, num_classes, train, tests
+            )
+        cnn_accuracy = extra["cnn"]["evaluation"]["test"]["accuracy"]
         stopper = StopAtError(
-            tests["test"], results["cnn"]["test_error"], steps_per_epoch // 4
+            tests["test"], 1.0 - cnn_accuracy, steps_per_epoch // 4
         )
         extra_callbacks.append(stopper)
-    strategy = distribution.make_strategy(_STRATEGY.value)
     with strategy.scope():
-        build = models.matrix_capsnet
-        sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
-        settings = recipe_settings()
-        iterations = settings["num_iterations"]
-        class_iterations = _CLASS_ROUTING_ITERATIONS.value
-
-        def schedule(count):
-            return inverse_temperatures.inverse_temperature_schedule(
-                _INVERSE_TEMPERATURE_SCHEDULE.value,
-                count,
-                settings["final_inverse_temperature"],
-            )
-
-        model = build(
-            *sizes,
-            num_classes=num_classes,
-            input_shape=image_shape,
-            num_iterations=iterations,
-            inverse_temperatures=schedule(iterations),
-            class_num_iterations=class_iterations,
-            class_inverse_temperatures=(
-                schedule(class_iterations) if class_iterations else None
-            ),
-            coordinate_addition=_COORDINATE_ADDITION.value,
-            recipe=_RECIPE.value,
-            **{
-                name: value
-                for name, value in settings.items()
-                if name not in ("final_inverse_temperature", "num_iterations")
-            },
-        )
+        model = build_model(image_shape, num_classes)
         loss = make_loss()
         model.compile(
-            optimizer=keras.optimizers.Adam(_LEARNING_RATE.value),
+            optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),
             loss=loss,
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-            jit_compile=jit,
+            jit_compile=runs.use_xla(),
         )
-    margin_schedule = _MARGIN_SCHEDULE.value
-    results["margin_schedule"] = margin_schedule
-    if _LOSS.value == "spread" and margin_schedule == "linear":
-        extra_callbacks.append(
-            callbacks.SpreadLossMargin(
-                loss, _EPOCHS.value * steps_per_epoch, 0.2, 0.9
-            )
-        )
-    elif _LOSS.value == "spread":
-        extra_callbacks.append(callbacks.SigmoidSpreadLossMargin(loss))
-    start = time.time()
-    history = model.fit(
+    total_steps = runs.EPOCHS.value * steps_per_epoch
+    extra_callbacks += margin_callbacks(loss, total_steps)
+
+    def after_training(model):
+        results = {**extra, "steps": optimizer_step(model)}
+        if _CNN_BASELINE.value:
+            results["stopped_at_matched_error_step"] = stopper.reached
+        if _MULTI_CROP.value and dataset == "smallnorb":
+            accuracy = multi_crop_accuracy(model)
+            results["evaluation"] = {"test_multi_crop": {"accuracy": accuracy}}
+        return results
+
+    runs.train_and_evaluate(
+        main,
+        model,
         train,
-        epochs=_EPOCHS.value,
-        validation_data=tests["test"],
-        callbacks=fitting.make_callbacks(
-            model_dir, "matrix_capsnet.keras", _BACKUP_STEPS.value
-        )
-        + extra_callbacks,
-        verbose=2,
+        tests,
+        "matrix_capsnet.keras",
+        steps_per_epoch * runs.BATCH_SIZE.value,
+        dataset,
+        extra_callbacks=extra_callbacks,
+        validation_split="test",
+        extra_results=after_training,
     )
-    results.update(
-        {
-            "train_seconds": round(time.time() - start, 1),
-            "steps": optimizer_step(model),
-            "parameters": model.count_params(),
-            "history": {
-                key: [float(value) for value in values]
-                for key, values in history.history.items()
-            },
-            **errors(model, tests),
-        }
+    runs.export_serving(
+        model,
+        tf.TensorSpec((None, *image_shape), tf.float32, "images"),
+        serve=lambda images: activations_and_classes(model, images),
     )
-    if _CNN_BASELINE.value:
-        results["stopped_at_matched_error_step"] = extra_callbacks[0].reached
-    if _MULTI_CROP.value and _DATASET.value == "smallnorb":
-        results["test_multi_crop_error"] = multi_crop_error(model)
-    model.save(os.path.join(model_dir, "matrix_capsnet.keras"))
-    with open(os.path.join(model_dir, "results.json"), "w") as file:
-        json.dump(results, file, indent=1)
-    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
-    if _EXPORT_DIR.value:
-        export_serving(model, image_shape)
+
+
+def activations_and_classes(model, images):
+    """The serving outputs: `{"activations", "class_ids"}`."""
+    activations = tf.cast(model(images, training=False), tf.float32)
+    return {"activations": activations, "class_ids": tf.argmax(activations, -1)}
 
 
 def recipe_settings():
     """The `--recipe`'s model settings with the flags that were set."""
     return models.matrix_capsnet_recipe_settings(
-        _RECIPE.value,
+        runs.RECIPE.value,
         {
-            "num_iterations": _ROUTING_ITERATIONS.value,
+            "num_iterations": runs.ROUTING_ITERATIONS.value,
             "final_inverse_temperature": _FINAL_INVERSE_TEMPERATURE.value,
             "activation_bias_gain": _ACTIVATION_BIAS_GAIN.value,
             "cost_normalization": _COST_NORMALIZATION.value,
@@ -406,44 +358,5 @@ def recipe_settings():
     )
 
 
-def flags_summary():
-    names = (
-        "model", "recipe", "epochs", "batch_size", "learning_rate",
-        "routing_iterations", "class_routing_iterations",
-        "final_inverse_temperature",
-        "inverse_temperature_schedule", "activation_bias_gain",
-        "cost_normalization", "variance_floor", "assignment_smoothing",
-        "vote_weight_stddev",
-        "primary_activation_bias", "batch_norm", "margin_schedule",
-        "coordinate_addition", "loss", "viewpoints", "cnn_baseline",
-        "baseline_epochs", "train_size", "mixed_precision", "strategy", "seed",
-    )  # fmt: skip
-    return {name: getattr(flags.FLAGS, name) for name in names}
-
-
-def export_serving(model, image_shape):
-    """A SavedModel whose `serve` maps images to `{"activations",
-    "class_ids"}`."""
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-
-    def serve(images):
-        activations = tf.cast(model(images, training=False), tf.float32)
-        return {
-            "activations": activations,
-            "class_ids": tf.argmax(activations, -1),
-        }
-
-    archive.add_endpoint(
-        "serve",
-        serve,
-        input_signature=[
-            tf.TensorSpec((None, *image_shape), tf.float32, "images")
-        ],
-    )
-    archive.write_out(_EXPORT_DIR.value, verbose=False)
-
-
 if __name__ == "__main__":
-    flags.mark_flag_as_required("model_dir")
-    app.run(main)
+    runs.run(main, **DEFAULTS)

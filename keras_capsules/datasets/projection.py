@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from keras_capsules.ops.arguments import positive_int
+
 
 class PrincipalProjection:
     """Maps inputs to their coordinates along the top principal directions.
@@ -16,12 +18,9 @@ class PrincipalProjection:
     """
 
     def __init__(self, num_components, center=True):
-        if not isinstance(num_components, int) or num_components < 1:
-            raise ValueError(
-                "`num_components` must be a positive integer. "
-                f"Received: {num_components!r}."
-            )
-        self.num_components = num_components
+        self.num_components = positive_int(
+            "PrincipalProjection", "num_components", num_components
+        )
         self.center = center
         self.mean = None
         self.components = None

@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_capsules import ops as capsule_ops
-from keras_capsules.layers import validation
+from keras_capsules.layers import kernel_arguments, validation
 
 # The smallest probability whose log `return_logits` gives: one that
 # rounds to 0 keeps a finite logit.
@@ -73,8 +73,9 @@ class CapsuleRegression(keras.layers.Layer):
         validation.check_at_least(self, "num_classes", 2)
         self.use_offset = bool(use_offset)
         self.center_inputs = bool(center_inputs)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        kernel_arguments.set_kernel_arguments(
+            self, kernel_initializer, kernel_regularizer
+        )
 
     def build(self, input_shape):
         _, p = validation.feature_shape(self, input_shape)
@@ -166,11 +167,6 @@ class CapsuleRegression(keras.layers.Layer):
             "capsule_dim": self.capsule_dim,
             "use_offset": self.use_offset,
             "center_inputs": self.center_inputs,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
+            **kernel_arguments.kernel_config(self),
             "return_logits": self.return_logits,
         }

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import validation
+from keras_capsules.layers import kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_votes import capsule_votes
 
@@ -77,12 +77,9 @@ class CapsuleRouting(keras.layers.Layer):
         if num_capsules is not None or not self._allows_variable_outputs():
             names.insert(0, "num_capsules")
         validation.check_positive_ints(self, names)
-        self.kernel_initializer = (
-            None
-            if kernel_initializer is None
-            else keras.initializers.get(kernel_initializer)
+        kernel_arguments.set_kernel_arguments(
+            self, kernel_initializer, kernel_regularizer
         )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.contract = bool(contract)
         self.supports_masking = True
 
@@ -187,13 +184,6 @@ class CapsuleRouting(keras.layers.Layer):
             "num_capsules": self.num_capsules,
             "capsule_dim": self.capsule_dim,
             "num_iterations": self.num_iterations,
-            "kernel_initializer": (
-                None
-                if self.kernel_initializer is None
-                else keras.initializers.serialize(self.kernel_initializer)
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
+            **kernel_arguments.kernel_config(self),
             "contract": self.contract,
         }

@@ -4,7 +4,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import em_activation, validation
+from keras_capsules.layers import em_activation, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.conv_em_routing import conv_em_routing
@@ -124,10 +124,12 @@ class ConvMatrixCapsules(keras.layers.Layer):
             variance_floor,
             assignment_smoothing,
         )
-        self.kernel_initializer = keras.initializers.get(
-            kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.5)
+        kernel_arguments.set_kernel_arguments(
+            self,
+            kernel_initializer
+            or keras.initializers.TruncatedNormal(stddev=0.5),
+            kernel_regularizer,
         )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -220,10 +222,5 @@ class ConvMatrixCapsules(keras.layers.Layer):
             "padding": self.padding,
             "num_iterations": self.num_iterations,
             **em_activation.config(self),
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
+            **kernel_arguments.kernel_config(self),
         }

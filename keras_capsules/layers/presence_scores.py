@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_capsules.ops.arguments import positive_int
+
 # Presence weights are clipped to [_EPSILON, 1 - _EPSILON] before the
 # logit: scores stay finite (+-13.8) where the paper has +-infinity. Absent
 # positions (weight 0) are also masked, so they still count for nothing.
@@ -34,16 +36,7 @@ class PresenceScores(keras.layers.Layer):
 
     def __init__(self, repeats=1, **kwargs):
         super().__init__(**kwargs)
-        if (
-            isinstance(repeats, bool)
-            or not isinstance(repeats, int)
-            or (repeats < 1)
-        ):
-            raise ValueError(
-                "`PresenceScores` expects `repeats` to be a positive "
-                f"integer. Received: repeats={repeats!r}."
-            )
-        self.repeats = repeats
+        self.repeats = positive_int("PresenceScores", "repeats", repeats)
 
     def build(self, input_shape):
         if len(input_shape) != 2:

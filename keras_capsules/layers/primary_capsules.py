@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import validation
+from keras_capsules.layers import kernel_arguments, validation
 from keras_capsules.ops.squash import squash, squashed_length_logit
 
 
@@ -67,8 +67,9 @@ class PrimaryCapsules(keras.layers.Layer):
         self.kernel_size = kernel_size
         self.strides = strides
         self.padding = padding
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        kernel_arguments.set_kernel_arguments(
+            self, kernel_initializer, kernel_regularizer
+        )
         self.convolution = keras.layers.Conv2D(
             num_capsule_types * capsule_dim,
             kernel_size,
@@ -118,11 +119,6 @@ class PrimaryCapsules(keras.layers.Layer):
             "kernel_size": self.kernel_size,
             "strides": self.strides,
             "padding": self.padding,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
+            **kernel_arguments.kernel_config(self),
             "contract": self.contract,
         }

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import validation
+from keras_capsules.layers import kernel_arguments, validation
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -66,8 +66,9 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         self.kernel_size = kernel_size
         self.strides = strides
         self.padding = padding
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        kernel_arguments.set_kernel_arguments(
+            self, kernel_initializer, kernel_regularizer
+        )
         self.activation_bias_initializer = keras.initializers.get(
             activation_bias_initializer
         )
@@ -128,12 +129,7 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             "kernel_size": self.kernel_size,
             "strides": self.strides,
             "padding": self.padding,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "kernel_regularizer": keras.regularizers.serialize(
-                self.kernel_regularizer
-            ),
+            **kernel_arguments.kernel_config(self),
             "activation_bias_initializer": keras.initializers.serialize(
                 self.activation_bias_initializer
             ),

@@ -1,15 +1,14 @@
 """Argument and shape checks shared by every layer."""
 
+from keras_capsules.ops.arguments import positive_int
+
 
 def check_positive_ints(layer, names):
-    """Raises a ValueError unless each named attribute is an int >= 1."""
+    """Raises a ValueError unless each named attribute is an integer >= 1
+    (Python or NumPy); stores it as a Python int (for the config)."""
     for name in names:
-        value = getattr(layer, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"`{type(layer).__name__}` expects `{name}` to be a positive "
-                f"integer. Received: {name}={value!r}."
-            )
+        value = positive_int(type(layer).__name__, name, getattr(layer, name))
+        setattr(layer, name, value)
 
 
 def check_at_least(layer, name, minimum):

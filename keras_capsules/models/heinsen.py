@@ -150,21 +150,15 @@ def heinsen_image(
         name="pose_conv",
     )(poses)
     poses = keras.layers.Reshape((-1, d_cov, d_pose), name="input_poses")(poses)
-    part_scores, parts, _ = layers.HeinsenRouting(
+    class_scores = part_and_class_routing(
+        scores,
+        poses,
         num_parts,
-        d_pose,
-        num_iterations=num_iterations,
-        num_inputs="variable",
-        epsilon=routing_epsilon,
-        name="part_routing",
-    )([scores, poses])
-    class_scores, _, _ = layers.HeinsenRouting(
         num_classes,
         d_pose,
-        num_iterations=num_iterations,
-        epsilon=routing_epsilon,
-        name="class_routing",
-    )([part_scores, parts])
+        num_iterations,
+        routing_epsilon,
+    )
     return keras.Model(images, class_scores, name=name)
 
 
@@ -227,21 +221,15 @@ def heinsen_sequence(
     x = keras.layers.LayerNormalization(name="layer_norm")(x)
     capsules = keras.layers.Reshape((-1, 1, capsule_size), name="capsules")(x)
     scores = layers.PresenceScores(repeats, name="input_scores")(presence)
-    part_scores, parts, _ = layers.HeinsenRouting(
+    class_scores = part_and_class_routing(
+        scores,
+        capsules,
         num_capsules,
-        capsule_dim,
-        num_iterations=num_iterations,
-        num_inputs="variable",
-        epsilon=routing_epsilon,
-        name="part_routing",
-    )([scores, capsules])
-    class_scores, _, _ = layers.HeinsenRouting(
         num_classes,
         capsule_dim,
-        num_iterations=num_iterations,
-        epsilon=routing_epsilon,
-        name="class_routing",
-    )([part_scores, parts])
+        num_iterations,
+        routing_epsilon,
+    )
     return keras.Model([embeddings, presence], class_scores, name=name)
 
 
@@ -257,3 +245,29 @@ def token_embedder(vocabulary_size, embedding_dim, name="token_embedder"):
         keras.ops.cast(keras.ops.not_equal(token_ids, 0), "float32")
     )
     return keras.Model(token_ids, [embeddings, presence], name=name)
+
+
+def part_and_class_routing(
+    scores, poses, num_parts, num_classes, capsule_dim, num_iterations, epsilon
+):
+    """Both models' head: a variable number of input capsules
+    `[scores (b, n), poses (b, n, d_cov, d_in)]` routed to `num_parts`
+    part capsules of `d_cov x capsule_dim` ("part_routing", one weight
+    shared by all inputs), those to `num_classes` class capsules
+    ("class_routing"); returns the class scores `(b, num_classes)`."""
+    part_scores, parts, _ = layers.HeinsenRouting(
+        num_parts,
+        capsule_dim,
+        num_iterations=num_iterations,
+        num_inputs="variable",
+        epsilon=epsilon,
+        name="part_routing",
+    )([scores, poses])
+    class_scores, _, _ = layers.HeinsenRouting(
+        num_classes,
+        capsule_dim,
+        num_iterations=num_iterations,
+        epsilon=epsilon,
+        name="class_routing",
+    )([part_scores, parts])
+    return class_scores

@@ -3,6 +3,7 @@ child is assigned over every parent whose receptive field holds it."""
 
 from keras import ops
 
+from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.capsule_patches import (
     extract_patches,
     fold_patches,
@@ -28,11 +29,7 @@ def _check(votes, activations, strides):
             f"W, B) with B = {votes.shape[5]} as in the votes. Received shape "
             f"{tuple(activations.shape)}."
         )
-    if not isinstance(strides, int) or strides < 1:
-        raise ValueError(
-            f"`conv_em_routing` expects `strides` to be an int >= 1. "
-            f"Received: {strides!r}."
-        )
+    strides = positive_int("conv_em_routing", "strides", strides)
     kernel_size = votes.shape[3]
     expected = tuple(
         output_size(size, kernel_size, strides)

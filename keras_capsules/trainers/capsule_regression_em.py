@@ -26,6 +26,7 @@ from keras import ops
 
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers.capsule_regression import CapsuleRegression
+from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.capsule_regression import posterior_scales
 from keras_capsules.trainers import architectures, initialization
 from keras_capsules.trainers.em_state import EMState
@@ -81,15 +82,12 @@ class CapsuleRegressionEM:
         seed=0,
     ):
         architectures.check_architecture(architecture)
-        for name, value in (
-            ("num_classes", num_classes),
-            ("capsule_dim", capsule_dim),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"`{name}` must be a positive integer. "
-                    f"Received: {name}={value!r}."
-                )
+        num_classes = positive_int(
+            "CapsuleRegressionEM", "num_classes", num_classes
+        )
+        capsule_dim = positive_int(
+            "CapsuleRegressionEM", "capsule_dim", capsule_dim
+        )
         if num_classes < 2:
             raise ValueError(
                 f"Capsule regression needs num_classes >= 2. "

@@ -2,38 +2,54 @@
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import tensorflow as tf
+from absl import app
+from absl import flags as absl_flags
 from absl.testing import flagsaver
 
-from examples import capsule_regression, distribution, results_table
+from examples import capsule_regression, demo, distribution, results_table
+from tests.examples.test_train_capsnet import run_in_process
+
+FLAGS = absl_flags.FLAGS
+
+
+def run_demo(**settings):
+    """Runs the demo in this process with the flags `settings`; returns
+    its results."""
+    if not FLAGS.is_parsed():
+        FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(**settings):
+        demo.main(["prog"])
+    with open(os.path.join(settings["model_dir"], "results.json")) as f:
+        return json.load(f)
 
 
 class ExamplesTest(tf.test.TestCase):
     def test_capsule_regression_em_writes_results_and_figures(self):
         directory = tempfile.mkdtemp()
-        with flagsaver.flagsaver(
+        results = run_in_process(
+            capsule_regression,
             dataset="procedural_shapes",
             capsule_dim=2,
             train_size=600,
             projection_dim=32,
             max_iterations=6,
-            output_dir=directory,
-        ):
-            capsule_regression.main(["prog"])
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
-        self.assertLess(results["test_error"], 0.5)
-        self.assertIn("test_novel_error", results)
-        for name in ("latent_space.png", "prototypes.png", "history.json"):
+            model_dir=directory,
+        )
+        self.assertGreater(results["evaluation"]["test"]["accuracy"], 0.5)
+        self.assertIn("test_novel", results["evaluation"])
+        self.assertLen(results["history"]["error"], 6)
+        self.assertEqual(results["flags"]["architecture"], "multiclass")
+        self.assertEqual(results["train_examples"], 600)
+        for name in ("latent_space.png", "prototypes.png", "em_state.npz"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
 
     def test_capsule_regression_sgd_saves_model(self):
         directory = tempfile.mkdtemp()
-        with flagsaver.flagsaver(
+        results = run_in_process(
+            capsule_regression,
             dataset="procedural_shapes",
             strategy="mirrored",
             training="sgd",
@@ -42,40 +58,35 @@ class ExamplesTest(tf.test.TestCase):
             projection_dim=32,
             epochs=2,
             figures=False,
-            output_dir=directory,
-        ):
-            capsule_regression.main(["prog"])
-        self.assertTrue(os.path.exists(os.path.join(directory, "model.keras")))
+            model_dir=directory,
+        )
+        self.assertLen(results["history"]["val_accuracy"], 2)
+        self.assertCountEqual(
+            results["evaluation"], ["train", "validation", "test", "test_novel"]
+        )
+        path = os.path.join(directory, "capsule_regression.keras")
+        self.assertTrue(os.path.exists(path))
 
     def test_demo_runs_small(self):
-        # A subprocess: the demo's flags share names with the example's.
         directory = tempfile.mkdtemp()
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "examples.demo",
-                f"--output_dir={directory}",
-                "--train_size=300",
-                "--max_iterations=3",
-                "--epochs=1",
-                "--capsnet_epochs=1",
-                "--heinsen_epochs=1",
-                "--matrix_train_size=64",
-                "--generative_train_size=64",
-                "--generative_epochs=1",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
+        results = run_demo(
+            model_dir=directory,
+            train_size=300,
+            max_iterations=3,
+            epochs=1,
+            capsnet_epochs=1,
+            heinsen_epochs=1,
+            matrix_train_size=64,
+            generative_train_size=64,
+            generative_epochs=1,
         )
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        self.assertIn("Test error on the procedural shapes", result.stdout)
-        with open(os.path.join(directory, "results.json")) as f:
-            rows = json.load(f)
+        rows = results["rows"]
         self.assertLen(rows, 9)
         self.assertEqual(rows[-2]["model"], "matrix capsules, EM routing")
         self.assertEqual(rows[-1]["model"], "generative capsules (probe)")
+        self.assertEqual(rows[0]["steps"], 3)
+        for row in rows:
+            self.assertBetween(row["familiar_error"], 0.0, 1.0)
         for name in (
             "latent_space.png",
             "capsnet_reconstructions.png",
@@ -87,37 +98,24 @@ class ExamplesTest(tf.test.TestCase):
 
     def test_demo_runs_only_the_named_rows(self):
         directory = tempfile.mkdtemp()
-        command = [
-            sys.executable,
-            "-m",
-            "examples.demo",
-            f"--output_dir={directory}",
-            "--train_size=300",
-            "--matrix_train_size=64",
-        ]
-        result = subprocess.run(
-            [*command, "--only=matrix"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        with open(os.path.join(directory, "results.json")) as f:
-            rows = json.load(f)
+        settings = {
+            "model_dir": directory,
+            "train_size": 300,
+            "matrix_train_size": 64,
+        }
+        results = run_demo(only=["matrix"], **settings)
         self.assertEqual(
-            [row["model"] for row in rows], ["matrix capsules, EM routing"]
+            [row["model"] for row in results["rows"]],
+            ["matrix capsules, EM routing"],
         )
+        self.assertEqual(results["flags"]["max_iterations"], 400)
         self.assertFalse(
             os.path.exists(os.path.join(directory, "latent_space.png"))
         )
-        result = subprocess.run(
-            [*command, "--only=matrix,cnn"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("unknown models ['cnn']", result.stderr)
+        with self.assertRaisesRegex(
+            app.UsageError, r"unknown models \['cnn'\]"
+        ):
+            run_demo(only=["matrix", "cnn"], **settings)
 
 
 class DistributionTest(tf.test.TestCase):
@@ -134,17 +132,19 @@ class DistributionTest(tf.test.TestCase):
 class ResultsTableTest(tf.test.TestCase):
     def test_table_from_concatenated_results(self):
         path = os.path.join(tempfile.mkdtemp(), "results.jsonl")
-        runs = [
-            {
-                "dataset": "mnist",
-                "capsule_dim": 2,
-                "architecture": arch,
-                "test_error": error,
-            }
-            for arch, error in (("multiclass", 0.0626), ("all_vs_all", 0.05))
-        ]
+        stored = {  # the schema the stored sweep was written in
+            "dataset": "mnist",
+            "capsule_dim": 2,
+            "architecture": "multiclass",
+            "test_error": 0.0626,
+        }
+        current = {  # `examples/runs.py`'s
+            "dataset": "mnist",
+            "flags": {"capsule_dim": 2, "architecture": "all_vs_all"},
+            "evaluation": {"test": {"accuracy": 0.95}},
+        }
         with open(path, "w") as f:
-            f.write(json.dumps(runs[0], indent=1) + "\n" + json.dumps(runs[1]))
+            f.write(json.dumps(stored, indent=1) + "\n" + json.dumps(current))
         table = results_table.table(results_table.read_results(path))
         self.assertIn("| mnist | 2 | 6.26 |  | 5.00 | 6.21 |", table)
 

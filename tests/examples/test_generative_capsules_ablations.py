@@ -6,23 +6,27 @@ import json
 import os
 import tempfile
 
-from tests.examples.test_train_capsnet import run_python
+from absl import flags
+from absl.testing import flagsaver
+
+from examples import generative_capsules_ablations
 
 
 def test_one_variant_writes_its_line():
     output = os.path.join(tempfile.mkdtemp(), "ablations.jsonl")
-    run_python(
-        "-m",
-        "examples.generative_capsules_ablations",
-        "--name=tiny",
-        "--train_size=128",
-        "--test_size=64",
-        "--epochs=2",
-        "--normalize_top_encoder_inputs",
-        "--selection_information_weight=1",
-        "--top_pose_refinement_steps=1",
-        f"--output={output}",
-    )
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(
+        name="tiny",
+        train_size=128,
+        test_size=64,
+        epochs=2,
+        normalize_top_encoder_inputs=True,
+        selection_information_weight=1.0,
+        top_pose_refinement_steps=1,
+        output=output,
+    ):
+        generative_capsules_ablations.main(["prog"])
     with open(output) as file:
         (line,) = file.read().splitlines()
     result = json.loads(line)

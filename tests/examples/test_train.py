@@ -9,7 +9,7 @@ import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver, parameterized
 
-from examples import compare_routing, runs, train
+from examples import compare_routing, heinsen_training, runs, train
 from keras_capsules import models
 from tests.examples.test_train_capsnet import run_in_process
 
@@ -60,10 +60,17 @@ class TrainTest(tf.test.TestCase, parameterized.TestCase):
         if not FLAGS.is_parsed():
             FLAGS.mark_as_parsed()
         with flagsaver.flagsaver():
-            runs.set_defaults(train_size=50000, epochs=30)
+            # A script's defaults of flags of `runs` and of a shared
+            # module (the Heinsen scripts' mixup) ...
+            runs.set_defaults(train_size=50000, epochs=30, mixup_alpha=0.0)
+            self.assertEqual(FLAGS.mixup_alpha, 0.0)
+            # ... are gone when the next script sets its own.
             runs.set_defaults(**train.DEFAULTS)
             self.assertIsNone(FLAGS.train_size)
             self.assertEqual(FLAGS.epochs, train.DEFAULTS["epochs"])
+            self.assertEqual(
+                FLAGS.mixup_alpha, heinsen_training.MIXUP_ALPHA.default
+            )
 
     def test_exports_scores_and_probabilities(self):
         directory = self.create_tempdir().full_path

@@ -1,7 +1,6 @@
 """The generative-capsule example: the bound rises, probes and test-time
 inference report, the model saves, exports and serves in a fresh process."""
 
-import json
 import os
 import tempfile
 
@@ -10,8 +9,9 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from examples import train_generative_capsules
 from tests.examples.test_train_capsnet import (
-    run_python,
+    run_in_process,
     serve_in_fresh_process,
 )
 
@@ -20,30 +20,30 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
     def test_trains_probes_exports_and_serves(self):
         directory = tempfile.mkdtemp()
         export_dir = os.path.join(directory, "export")
-        run_python(
-            "-m",
-            "examples.train_generative_capsules",
-            "--dataset=procedural_shapes",
-            "--canvas_size=28",
-            "--train_size=192",
-            "--epochs=3",
-            "--batch_size=32",
-            "--learning_rate=3e-3",
-            "--probe_train_size=192",
-            "--probe_test_size=32",
-            "--probe_epochs=2",
-            "--rotations=0,90",
-            "--vae_epochs=1",
-            "--free_form_steps=3",
-            "--free_form_examples=8",
-            "--jit_compile=false",
-            "--max_shift=2",
-            "--top_pose_refinement_steps=2",
-            f"--model_dir={directory}",
-            f"--export_dir={export_dir}",
+        results = run_in_process(
+            train_generative_capsules,
+            dataset="procedural_shapes",
+            canvas_size=28,
+            train_size=192,
+            epochs=3,
+            batch_size=32,
+            learning_rate=3e-3,
+            probe_train_size=192,
+            probe_test_size=32,
+            probe_epochs=2,
+            rotations=["0", "90"],
+            vae_epochs=1,
+            free_form_steps=3,
+            free_form_examples=8,
+            jit_compile="false",
+            max_shift=2,
+            top_pose_refinement_steps=2,
+            model_dir=directory,
+            export_dir=export_dir,
         )
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
+        self.assertEqual(results["train_examples"], 192)
+        self.assertEqual(results["flags"]["top_pose_refinement_steps"], 2)
+        self.assertIn("elbo", results["evaluation"]["test"])
         elbo = results["history"]["elbo"]
         self.assertLen(elbo, 3)
         self.assertGreater(elbo[-1], elbo[0])

@@ -1,7 +1,6 @@
-"""The matrix-capsule example: the novel-viewpoint comparison, export and
-serving in a fresh process (subprocesses: the examples share flag names)."""
+"""The matrix-capsule example: the novel-viewpoint comparison (in-process),
+export and serving in a fresh process."""
 
-import json
 import os
 import tempfile
 
@@ -10,8 +9,9 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from examples import train_matrix_capsules
 from tests.examples.test_train_capsnet import (
-    run_python,
+    run_in_process,
     serve_in_fresh_process,
 )
 
@@ -20,27 +20,25 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
     def test_viewpoint_comparison_trains_exports_and_serves(self):
         directory = tempfile.mkdtemp()
         export_dir = os.path.join(directory, "export")
-        run_python(
-            "-m",
-            "examples.train_matrix_capsules",
-            "--dataset=procedural_shapes",
-            "--viewpoints=rotation",
-            "--cnn_baseline",
-            "--baseline_epochs=1",
-            "--model=small",
-            "--train_size=64",
-            "--test_size=32",
-            "--batch_size=16",
-            "--epochs=1",
-            "--routing_iterations=2",
-            f"--model_dir={directory}",
-            f"--export_dir={export_dir}",
+        results = run_in_process(
+            train_matrix_capsules,
+            dataset="procedural_shapes",
+            viewpoints="rotation",
+            cnn_baseline=True,
+            baseline_epochs=1,
+            model="small",
+            train_size=64,
+            test_size=32,
+            batch_size=16,
+            epochs=1,
+            routing_iterations=2,
+            model_dir=directory,
+            export_dir=export_dir,
         )
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
-        for key in ("test_error", "test_novel_error"):
-            self.assertBetween(results[key], 0.0, 1.0)
-            self.assertBetween(results["cnn"][key], 0.0, 1.0)
+        for split in ("test", "test_novel"):
+            for run in (results, results["cnn"]):
+                accuracy = run["evaluation"][split]["accuracy"]
+                self.assertBetween(accuracy, 0.0, 1.0)
         self.assertEqual(results["cnn"]["parameters"], 3_274_634)  # at 28x28
         self.assertLessEqual(results["steps"], 4)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
@@ -59,32 +57,30 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(served["activations"], activations, atol=1e-5)
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
-        self.assertEqual(results["margin_schedule"], "linear")
+        self.assertEqual(results["flags"]["margin_schedule"], "linear")
+        self.assertEqual(results["flags"]["recipe"], "standardized")
         self.assertEqual(
             results["recipe_settings"]["cost_normalization"], "standardize"
         )
 
     def test_paper_recipe_with_a_flag_override(self):
         directory = tempfile.mkdtemp()
-        run_python(
-            "-m",
-            "examples.train_matrix_capsules",
-            "--dataset=procedural_shapes",
-            "--model=small",
-            "--recipe=paper",
-            "--variance_floor=5e-4",
-            "--assignment_smoothing=0.5",
-            "--class_routing_iterations=2",
-            "--margin_schedule=sigmoid",
-            "--train_size=32",
-            "--test_size=16",
-            "--batch_size=16",
-            "--epochs=1",
-            f"--model_dir={directory}",
+        results = run_in_process(
+            train_matrix_capsules,
+            dataset="procedural_shapes",
+            model="small",
+            recipe="paper",
+            variance_floor=5e-4,
+            assignment_smoothing=0.5,
+            class_routing_iterations=2,
+            margin_schedule="sigmoid",
+            train_size=32,
+            test_size=16,
+            batch_size=16,
+            epochs=1,
+            model_dir=directory,
         )
-        with open(os.path.join(directory, "results.json")) as f:
-            results = json.load(f)
-        self.assertEqual(results["margin_schedule"], "sigmoid")
+        self.assertEqual(results["flags"]["margin_schedule"], "sigmoid")
         model = keras.models.load_model(
             os.path.join(directory, "matrix_capsnet.keras")
         )

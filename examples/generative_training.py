@@ -1,0 +1,162 @@
+"""What the two generative-capsule scripts share: the model's flags, the
+model they describe and the training images' pipeline.
+
+The flags' defaults train the paper's bound, except
+`--top_pose_refinement_steps` (README, "Generative capsules"), which each
+script sets.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+from examples import runs
+from keras_capsules import models
+from keras_capsules.datasets import image_transforms
+
+CANVAS_SIZE = flags.DEFINE_integer(
+    "canvas_size", 40, "Images are centred on a square canvas this large."
+)
+POSE_POSTERIOR = flags.DEFINE_enum(
+    "pose_posterior",
+    "delta",
+    list(models.generative_capsules.POSE_POSTERIORS),
+    "Delta (MAP) poses, as in the paper, or Gaussian poses.",
+)
+MAX_SHIFT = flags.DEFINE_integer(
+    "max_shift",
+    0,
+    "Training images are shifted by up to this many pixels along each axis, "
+    "a new shift every epoch (0: centred, the paper's MNIST training set).",
+)
+TOP_KL_WARMUP_STEPS = flags.DEFINE_integer(
+    "top_kl_warmup_steps",
+    0,
+    "Steps over which the top layer's KL weight rises from 0 to 1.",
+)
+STOP_GRADIENT = flags.DEFINE_boolean(
+    "stop_gradient_between_layers",
+    False,
+    "The top layer's terms do not train the template encoder (SCAE).",
+)
+COORDINATE_CHANNELS = flags.DEFINE_boolean(
+    "coordinate_channels",
+    False,
+    "The template encoder's pooled poses see where their parts were found.",
+)
+NORMALIZE_TOP_INPUTS = flags.DEFINE_boolean(
+    "normalize_top_encoder_inputs",
+    False,
+    "Batch-normalise the template capsules the top encoder reads.",
+)
+PRESENCE_INFORMATION_WEIGHT = flags.DEFINE_float(
+    "presence_information_weight",
+    0.0,
+    "Adds this multiple of the top presences' information to the bound.",
+)
+SELECTION_INFORMATION_WEIGHT = flags.DEFINE_float(
+    "selection_information_weight",
+    0.0,
+    "Adds this multiple of the image's information about which parents "
+    "explain its templates to the bound.",
+)
+TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
+    "top_pose_refinement_steps",
+    None,
+    "EM steps from the top encoder's poses toward the poses that best "
+    "explain the template poses (0: the encoder's poses, the paper's; 3 "
+    "puts the class in the top poses, see the README).",
+)
+MIN_POSE_SCALE = flags.DEFINE_float(
+    "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
+)
+INITIAL_POSE_SCALE = flags.DEFINE_float(
+    "initial_pose_scale",
+    None,
+    "Initial std c_ij of predicted template poses (default 1.5 x "
+    "--min_pose_scale; 0.7931: softplus 0 at the default minimum).",
+)
+ZERO_POSE_OFFSETS = flags.DEFINE_boolean(
+    "zero_pose_offsets", False, "Start every template offset M_ij at 0."
+)
+TEMPLATE_CHANNELS = flags.DEFINE_integer(
+    "template_channels", 32, "Channels of the template encoder's CNN."
+)
+TEMPERATURE = flags.DEFINE_float(
+    "temperature", 1.0, "Concrete temperature of the relaxed presences."
+)
+
+
+def build_model(image_shape):
+    """The generative capsule autoencoder the flags describe, compiled
+    with Adam at `--learning_rate` (call in the strategy's scope)."""
+    model = models.generative_capsule_autoencoder(
+        image_shape=image_shape,
+        pose_posterior=POSE_POSTERIOR.value,
+        template_channels=TEMPLATE_CHANNELS.value,
+        coordinate_channels=COORDINATE_CHANNELS.value,
+        normalize_top_encoder_inputs=NORMALIZE_TOP_INPUTS.value,
+        presence_information_weight=PRESENCE_INFORMATION_WEIGHT.value,
+        selection_information_weight=SELECTION_INFORMATION_WEIGHT.value,
+        top_pose_refinement_steps=TOP_POSE_REFINEMENT_STEPS.value,
+        min_pose_scale=MIN_POSE_SCALE.value,
+        initial_pose_scale=INITIAL_POSE_SCALE.value,
+        top_kl_warmup_steps=TOP_KL_WARMUP_STEPS.value,
+        stop_gradient_between_layers=STOP_GRADIENT.value,
+        temperature=TEMPERATURE.value,
+        seed=runs.SEED.value,
+    )
+    if ZERO_POSE_OFFSETS.value:
+        offsets = model.decoder.pose_offsets
+        offsets.assign(np.zeros(offsets.shape, offsets.dtype))
+    model.compile(
+        optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),
+        jit_compile=runs.use_xla(),
+    )
+    return model
+
+
+def training_images(images):
+    """`images` as shuffled batches of `--batch_size` (the last partial
+    batch dropped: one batch shape, one XLA compilation), each image
+    shifted by up to `--max_shift` pixels (new order and shifts every
+    epoch)."""
+    dataset = tf.data.Dataset.from_tensor_slices(images).shuffle(
+        len(images), seed=runs.SEED.value, reshuffle_each_iteration=True
+    )
+    dataset = dataset.batch(runs.BATCH_SIZE.value, drop_remainder=True)
+    if MAX_SHIFT.value:
+        canvas = images.shape[1]
+        dataset = dataset.map(
+            lambda batch: image_transforms.random_translate(
+                batch, canvas, MAX_SHIFT.value
+            )
+        )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def test_images(images, batch_size=500):
+    """`images` in batches of `batch_size`, for evaluation. (The
+    information measures are per batch, and each batch draws from the
+    model's seed generator: the batch size changes both.)"""
+    return tf.data.Dataset.from_tensor_slices(images).batch(batch_size)
+
+
+def in_batches(function, images, batch_size=500):
+    """`function` of `images`, computed 500 at a time, as NumPy arrays
+    (any nest of them)."""
+    outputs = [
+        function(images[start : start + batch_size])
+        for start in range(0, len(images), batch_size)
+    ]
+    return tf.nest.map_structure(
+        lambda *parts: np.concatenate([np.asarray(p) for p in parts]),
+        *outputs,
+    )
+
+
+def top_features(model, images):
+    """The probes' features of `images`: `models.top_layer_features` of
+    their amortised latents (`t0`, `t0_A0`)."""
+    return models.top_layer_features(in_batches(model.encode, images))
