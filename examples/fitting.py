@@ -23,8 +23,12 @@ def make_callbacks(model_dir, model_file, backup_steps):
     """A backup that resumes an interrupted run, the latest model each
     epoch, TensorBoard logs (fit's progress bar is Keras's own)."""
     return [
+        # Two alternating backups: a run killed while writing one
+        # resumes from the other.
         keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, "backup"), save_freq=backup_steps
+            os.path.join(model_dir, "backup"),
+            save_freq=backup_steps,
+            double_checkpoint=True,
         ),
         keras.callbacks.ModelCheckpoint(os.path.join(model_dir, model_file)),
         keras.callbacks.TensorBoard(os.path.join(model_dir, "logs")),

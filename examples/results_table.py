@@ -60,8 +60,9 @@ def table(results):
 
 
 def main(argv):
-    if len(argv) != 2:
-        raise SystemExit(__doc__)
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        raise SystemExit(0 if argv[1:] in (["-h"], ["--help"]) else 2)
     print(table(read_results(argv[1])))
 
 

@@ -225,13 +225,22 @@ def _perturb_capsule(case, x, index, seed):
     mask) in every input whose leading axes are the mask's."""
     rng = np.random.default_rng(seed)
     perturbed = []
-    for value, shape in zip(tf.nest.flatten(x), case.input_shapes):
+    for input_index, (value, shape) in enumerate(
+        zip(tf.nest.flatten(x), case.input_shapes)
+    ):
         value = np.array(value)
         if tuple(shape[: len(case.mask_shape)]) == tuple(case.mask_shape):
             position = (slice(None), *index)
-            value[position] += rng.uniform(
-                0.2, 0.8, size=value[position].shape
-            ).astype(value.dtype)
+            change = rng.uniform(0.2, 0.8, size=value[position].shape)
+            if input_index in case.probability_inputs:
+                # A probability stays in [0, 1]: move it away from itself.
+                value[position] = np.where(
+                    value[position] > 0.5,
+                    value[position] - change / 2,
+                    value[position] + change / 2,
+                )
+            else:
+                value[position] += change.astype(value.dtype)
         perturbed.append(value)
     return case._pack(perturbed)
 

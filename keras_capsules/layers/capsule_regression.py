@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.ops import labels as label_checks
 
 # The smallest probability whose log `return_logits` gives: one that
 # rounds to 0 keeps a finite logit.
@@ -127,7 +128,11 @@ class CapsuleRegression(keras.layers.Layer):
         return means
 
     def posterior_means(self, inputs, labels):
-        """Returns `E[h_i | x, y]` of eq. 19, `(batch, m, d)`, in float32."""
+        """Returns `E[h_i | x, y]` of eq. 19, `(batch, m, d)`, in float32;
+        `labels` are class ids in `[0, num_classes)` (checked)."""
+        labels = label_checks.class_ids(
+            f"{self.name}.posterior_means", labels, self.num_classes
+        )
         means = ops.cast(self.prior_means(inputs), "float32")
         return capsule_ops.capsule_regression_posterior_means(means, labels)
 

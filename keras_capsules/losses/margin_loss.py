@@ -3,23 +3,8 @@
 import keras
 from keras import ops
 
+from keras_capsules.losses.class_targets import class_targets
 from keras_capsules.ops.margin_loss import margin_loss
-
-
-def class_targets(labels, num_classes):
-    """Class ids `(batch,)` or `(batch, 1)`, or one-hot / multi-hot
-    `(batch, num_classes)`, as float targets `(batch, num_classes)`."""
-    labels = ops.convert_to_tensor(labels)
-    if labels.ndim == 2 and labels.shape[-1] == num_classes != 1:
-        return ops.cast(labels, "float32")
-    if labels.ndim == 2 and labels.shape[-1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim != 1:
-        raise ValueError(
-            "Expected labels as class ids (batch,) or one-hot / multi-hot "
-            f"(batch, {num_classes}). Received shape {tuple(labels.shape)}."
-        )
-    return ops.one_hot(ops.cast(labels, "int32"), num_classes)
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -29,7 +14,10 @@ class MarginLoss(keras.losses.Loss):
     `y_true` holds class ids `(batch,)` or one-hot / multi-hot
     `(batch, n)` targets (several present classes, as in MultiMNIST);
     `y_pred` holds the capsule lengths `(batch, n)`. Each example's loss is
-    summed over classes; `reduction` then averages over the batch.
+    summed over classes; `reduction` then averages over the batch. A bad
+    label (an id out of range or fractional, a target other than 0 or 1)
+    raises, except under XLA, where the check is compiled out
+    (`class_targets`).
 
     Args:
         positive_margin: float `m+`, the length a present class should
@@ -63,7 +51,7 @@ class MarginLoss(keras.losses.Loss):
         y_pred = ops.cast(y_pred, "float32")
         if self.from_logits:
             y_pred = ops.sigmoid(y_pred)
-        targets = class_targets(y_true, y_pred.shape[-1])
+        targets = class_targets("MarginLoss", y_true, y_pred.shape[-1])
         return margin_loss(
             targets,
             y_pred,

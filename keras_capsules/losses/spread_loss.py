@@ -4,7 +4,7 @@ eq. 3)."""
 import keras
 from keras import ops
 
-from keras_capsules.losses.margin_loss import class_targets
+from keras_capsules.losses.class_targets import class_targets
 from keras_capsules.ops.spread_loss import spread_loss
 
 
@@ -15,7 +15,9 @@ class SpreadLoss(keras.losses.Loss):
     Penalises every wrong class whose activation comes closer than the
     margin `m` to the target's: `sum_{i != t} max(0, m - (a_t - a_i))^2`.
     `y_true` holds class ids `(batch,)` or one-hot `(batch, n)`; `y_pred`
-    the class activations `(batch, n)`. The margin is a non-trainable
+    the class activations `(batch, n)`. A bad label (an id out of range or
+    fractional, a multi-hot row) raises, except under XLA, where the
+    check is compiled out (`class_targets`). The margin is a non-trainable
     variable, `margin`, so `callbacks.SpreadLossMargin` can raise it from
     0.2 to 0.9 during training, as in the paper.
 
@@ -44,7 +46,9 @@ class SpreadLoss(keras.losses.Loss):
         y_pred = ops.cast(y_pred, "float32")
         if self.from_logits:
             y_pred = ops.sigmoid(y_pred)
-        targets = class_targets(y_true, y_pred.shape[-1])
+        targets = class_targets(
+            "SpreadLoss", y_true, y_pred.shape[-1], multi_hot=False
+        )
         return spread_loss(targets, y_pred, self.margin)
 
     def get_config(self):

@@ -243,4 +243,7 @@ def capsnet(image_shape=(28, 28, 1), num_classes=10, **kwargs):
     """
     model = CapsNet(image_shape, num_classes, **kwargs)
     model.build((None, *model.image_shape))
+    # A symbolic call (no computation) records the input signature, so
+    # `model.export` works before any real call.
+    model(keras.KerasTensor((None, *model.image_shape)))
     return model

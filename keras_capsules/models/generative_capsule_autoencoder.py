@@ -438,4 +438,7 @@ def generative_capsule_autoencoder(
         seed=seed,
     )
     model.build((None, *image_shape))
+    # A symbolic call (no computation) records the input signature, so
+    # `model.export` works before any real call.
+    model(keras.KerasTensor((None, *image_shape)))
     return model

@@ -2,7 +2,11 @@
 
 from keras import ops
 
-from keras_capsules.ops.arguments import check_num_iterations
+from keras_capsules.ops.arguments import (
+    check_num_iterations,
+    check_shape,
+    routing_tensor,
+)
 from keras_capsules.ops.squash import squash
 
 
@@ -26,15 +30,17 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
     output capsule; if every input is masked the capsules are 0.
 
     Args:
-        votes: float `(batch, n_in, n_out, d_out)`.
+        votes: float `(batch, n_in, n_out, d_out)` (float16 and bfloat16
+            route in float32; integers in `keras.config.floatx()`).
         num_iterations: int >= 1, the paper's `r`. Defaults to 3.
         mask: optional bool `(batch, n_in)`, True for the input capsules
             that take part.
 
     Returns:
-        `(batch, n_out, d_out)` output capsules `v`, each of length < 1.
+        `(batch, n_out, d_out)` output capsules `v`, each of length < 1, in
+        the votes' dtype.
     """
-    votes = ops.convert_to_tensor(votes)
+    votes, dtype = routing_tensor("dynamic_routing", "votes", votes)
     if votes.ndim != 4:
         raise ValueError(
             "`dynamic_routing` expects votes of shape (batch, n_in, n_out, "
@@ -47,6 +53,9 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
     votes = ops.transpose(votes, (0, 2, 1, 3))  # (b, j, i, h)
     weight = None  # (b, 1, i): 1 for inputs that take part, else 0.
     if mask is not None:
+        check_shape(
+            "dynamic_routing", "mask", mask, (votes.shape[0], votes.shape[2])
+        )
         weight = ops.cast(mask, votes.dtype)[:, None, :]
     num_outputs = votes.shape[1]
     # First iteration: b = 0, so c[i, j] = 1 / n_out for every pair.
@@ -66,4 +75,4 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
                 if routing_logits is None
                 else routing_logits + agreement
             )  # (b, j, i)
-    return capsules
+    return ops.cast(capsules, dtype)

@@ -6,6 +6,13 @@ import numbers
 
 from keras import ops
 
+from keras_capsules.ops import labels as value_checks
+from keras_capsules.ops.arguments import (
+    check_broadcastable,
+    check_shape,
+    routing_tensor,
+)
+
 # Added to every variance sigma^2 by default: identical votes (zero
 # variance) keep a finite log-density and cost. Far below the variance of
 # routed votes, so results agree with the exact formulas to float32
@@ -258,15 +265,36 @@ def _dense_routing(
     return_logits=False,
 ):
     """`em_routing` with an optional trace (see `em_routing_on_patches`)."""
-    votes = ops.convert_to_tensor(votes)
+    votes, output_dtype = routing_tensor("em_routing", "votes", votes)
     activations = ops.convert_to_tensor(activations)
     _check(votes, activations)
     check_inverse_temperatures("em_routing", inverse_temperatures)
     options.check("em_routing")
+    batch_size, n_in, n_out = tuple(votes.shape)[:3]
+    check_shape("em_routing", "activations", activations, (batch_size, n_in))
+    for name, beta in (("beta_u", beta_u), ("beta_a", beta_a)):
+        check_broadcastable("em_routing", name, beta, (n_out,))
+    if mask is not None:
+        check_shape("em_routing", "mask", mask, (batch_size, n_in))
     dtype = votes.dtype
     activations = ops.cast(activations, dtype)
-    if mask is not None:
-        activations = activations * ops.cast(mask, dtype)
+    if mask is not None:  # Padded children may hold anything.
+        activations = ops.where(ops.cast(mask, "bool"), activations, 0.0)
+    activations = checked_activations("em_routing", activations, dtype)
+    inverse_temperatures = ops.convert_to_tensor(inverse_temperatures, dtype)
+    inverse_temperatures = value_checks.checked(
+        "em_routing",
+        inverse_temperatures,
+        inverse_temperatures,
+        [
+            (
+                ops.all(ops.isfinite(inverse_temperatures))
+                & ops.all(inverse_temperatures > 0),
+                "positive finite inverse temperatures lambda",
+            )
+        ],
+        what="inverse_temperatures",
+    )
 
     def over_outputs(logits):
         return ops.logsumexp(logits, axis=2, keepdims=True)
@@ -276,14 +304,37 @@ def _dense_routing(
         activations[:, None],
         ops.cast(beta_u, dtype),
         ops.cast(beta_a, dtype),
-        ops.cast(inverse_temperatures, dtype),
+        inverse_temperatures,
         over_outputs,
         options,
         trace,
     )
     logits = logits[:, 0]
     activations = logits if return_logits else ops.sigmoid(logits)
-    return activations, means[:, 0], variances[:, 0]
+    return tuple(
+        ops.cast(tensor, output_dtype)
+        for tensor in (activations, means[:, 0], variances[:, 0])
+    )
+
+
+def checked_activations(op_name, activations, dtype):
+    """Child activations `a_i` in `dtype`, once they are in [0, 1] (a
+    ValueError in eager mode, an assertion in a graph; compiled out under
+    XLA)."""
+    activations = ops.cast(activations, dtype)
+    return value_checks.checked(
+        op_name,
+        activations,
+        activations,
+        [
+            (
+                ops.all((activations >= 0.0) & (activations <= 1.0)),
+                "child activations a_i in [0, 1] (probabilities; pass "
+                "logits through a sigmoid)",
+            )
+        ],
+        what="activations",
+    )
 
 
 def em_routing_trace(

@@ -5,7 +5,12 @@ import numbers
 
 from keras import ops
 
-from keras_capsules.ops.arguments import check_num_iterations
+from keras_capsules.ops.arguments import (
+    check_broadcastable,
+    check_num_iterations,
+    check_shape,
+    routing_tensor,
+)
 
 # Added to the use-weighted totals before dividing by them, and to the
 # output variances: keeps identical votes (zero variance) and all-masked
@@ -42,6 +47,7 @@ def _check(scores, votes, num_iterations):
             "`heinsen_routing` expects scores of shape (batch, n_in). "
             f"Received shape {tuple(scores.shape)}."
         )
+    check_shape("heinsen_routing", "scores", scores, tuple(votes.shape)[:2])
     check_num_iterations("heinsen_routing", num_iterations)
 
 
@@ -139,10 +145,19 @@ def heinsen_routing(
         `(scores, means, variances)`: `(batch, n_out)` output logits and
         `(batch, n_out, d_cov, d_out)` means and variances.
     """
+    votes, output_dtype = routing_tensor("heinsen_routing", "votes", votes)
     scores = ops.convert_to_tensor(scores)
-    votes = ops.convert_to_tensor(votes)
     _check(scores, votes, num_iterations)
     check_epsilon("heinsen_routing", epsilon)
+    batch_size, n_in, n_out = tuple(votes.shape)[:3]
+    for name, beta in (("beta_use", beta_use), ("beta_ign", beta_ign)):
+        check_broadcastable("heinsen_routing", name, beta, (n_in, n_out))
+    if mask is not None:
+        check_shape("heinsen_routing", "mask", mask, (batch_size, n_in))
+    if output_mask is not None:
+        check_shape(
+            "heinsen_routing", "output_mask", output_mask, (batch_size, n_out)
+        )
     dtype = votes.dtype
     beta_use = ops.cast(beta_use, dtype)
     beta_ign = ops.cast(beta_ign, dtype)
@@ -178,4 +193,7 @@ def heinsen_routing(
             / total_use
             + epsilon
         )
-    return output_scores, means, variances
+    return tuple(
+        ops.cast(tensor, output_dtype)
+        for tensor in (output_scores, means, variances)
+    )

@@ -66,7 +66,7 @@ def interpolating_coefficient(beta, s):
 
     Returns:
         A tensor shaped like `beta`, in its dtype (float16 and bfloat16 are
-        computed in float32).
+        computed in float32; an integer `beta` in `keras.config.floatx()`).
     """
     return interpolating_coefficients(beta, s)[0]
 
@@ -79,6 +79,8 @@ def interpolating_coefficients(beta, s):
     """
     s = check_order(s)
     beta = ops.convert_to_tensor(beta)
+    if not keras.backend.is_float_dtype(beta.dtype):
+        beta = ops.cast(beta, keras.config.floatx())
     dtype = keras.backend.standardize_dtype(beta.dtype)
     dtype = dtype if dtype == "float64" else "float32"
 

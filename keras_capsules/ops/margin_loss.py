@@ -2,6 +2,8 @@
 
 from keras import ops
 
+from keras_capsules.ops.arguments import check_targets_like
+
 
 def margin_loss(
     targets,
@@ -36,6 +38,7 @@ def margin_loss(
     """
     lengths = ops.convert_to_tensor(lengths)
     targets = ops.cast(targets, lengths.dtype)
+    check_targets_like("margin_loss", targets, lengths, "lengths")
     present = targets * ops.square(ops.relu(positive_margin - lengths))
     absent = (1.0 - targets) * ops.square(ops.relu(lengths - negative_margin))
     return ops.sum(present + negative_weight * absent, axis=-1)

@@ -3,6 +3,8 @@ eq. 3)."""
 
 from keras import ops
 
+from keras_capsules.ops.arguments import check_targets_like
+
 
 def spread_loss(targets, activations, margin):
     """Returns the spread loss of each example (eq. 3).
@@ -26,6 +28,7 @@ def spread_loss(targets, activations, margin):
     """
     activations = ops.convert_to_tensor(activations)
     targets = ops.cast(targets, activations.dtype)
+    check_targets_like("spread_loss", targets, activations, "activations")
     target_activation = ops.sum(targets * activations, axis=-1, keepdims=True)
     gaps = ops.relu(margin - (target_activation - activations))
     return ops.sum((1.0 - targets) * ops.square(gaps), axis=-1)

@@ -1,5 +1,6 @@
 """Vector lengths and the squashing nonlinearity (Sabour et al. 2017, eq. 1)."""
 
+import keras
 from keras import ops
 
 # Inside the square root of a norm: keeps its gradient finite at 0 and is
@@ -10,28 +11,39 @@ _NORM_EPSILON = 1e-12
 def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
     """Returns `sqrt(sum(x**2, axis) + epsilon)`, with finite gradients at 0.
 
+    Vectors with an entry above 1 in magnitude are scaled by their largest
+    magnitude before squaring, so no finite vector overflows (float32
+    squares overflow from 1.8e19); float16 and bfloat16 are computed in
+    float32 and returned in their dtype.
+
     Args:
         x: float tensor.
-        axis: int, the axis summed over.
+        axis: int or tuple of ints, the axes summed over.
         keepdims: bool, whether to keep `axis` with size 1.
         epsilon: float added under the square root.
     """
     x = ops.convert_to_tensor(x)
-    return ops.sqrt(
-        ops.sum(ops.square(x), axis=axis, keepdims=keepdims)
-        + ops.cast(epsilon, x.dtype)
-    )
+    dtype = x.dtype
+    x = _at_least_float32(x)
+    scale = ops.maximum(ops.max(ops.abs(x), axis=axis, keepdims=True), 1.0)
+    scaled = ops.sum(ops.square(x / scale), axis=axis, keepdims=True)
+    norm = scale * ops.sqrt(scaled + ops.cast(epsilon, x.dtype) / scale**2)
+    if not keepdims:
+        norm = ops.squeeze(norm, axis=axis)
+    return ops.cast(norm, dtype)
 
 
 def squash(vectors, axis=-1):
     """Shrinks vectors to length < 1, keeping direction (Sabour eq. 1).
 
     ```none
-    v = |s|^2 / (1 + |s|^2) * s / |s|
+    v = |s|^2 / (1 + |s|^2) * s / |s|  =  s / (|s| + 1 / |s|)
     ```
 
-    Written as `s * |s| / (1 + |s|^2)` with `safe_norm`, so a zero vector maps
-    to zero with finite gradients.
+    The second form, with `safe_norm`, maps a zero vector to zero with
+    finite gradients and a vector of any finite length to one of length
+    below 1 (nothing is squared but the scaled norm). float16 and bfloat16
+    are computed in float32 and returned in their dtype.
 
     Args:
         vectors: float tensor of capsules.
@@ -41,9 +53,17 @@ def squash(vectors, axis=-1):
         A tensor shaped like `vectors`.
     """
     vectors = ops.convert_to_tensor(vectors)
-    squared = ops.sum(ops.square(vectors), axis=axis, keepdims=True)
+    dtype = vectors.dtype
+    vectors = _at_least_float32(vectors)
     norm = safe_norm(vectors, axis=axis, keepdims=True)
-    return vectors * (norm / (1.0 + squared))
+    return ops.cast(vectors / (norm + 1.0 / norm), dtype)
+
+
+def _at_least_float32(x):
+    """`x` in float32 if it is float16 or bfloat16 (as is otherwise)."""
+    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
+        return ops.cast(x, "float32")
+    return x
 
 
 # The largest float32 below 1: a squashed length that rounds to 1 keeps a

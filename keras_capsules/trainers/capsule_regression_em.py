@@ -104,6 +104,18 @@ class CapsuleRegressionEM:
                 f"Each threshold nu must be in [0, 1]. "
                 f"Received: thresholds={tuple(thresholds)}."
             )
+        if not 0.0 <= float(momentum) < 1.0:
+            raise ValueError(
+                "`CapsuleRegressionEM` expects `momentum` gamma in [0, 1) "
+                f"(eq. 27). Received: momentum={momentum!r}."
+            )
+        patience = tuple(
+            positive_int("CapsuleRegressionEM", "patience", n) for n in patience
+        )
+        if max_iterations is not None:
+            max_iterations = positive_int(
+                "CapsuleRegressionEM", "max_iterations", max_iterations
+            )
         if initializer not in ("subspace", "random"):
             raise ValueError(
                 f"Unknown initializer: {initializer!r}. Expected 'subspace' "
@@ -114,7 +126,7 @@ class CapsuleRegressionEM:
         self.architecture = architecture
         self.momentum = float(momentum)
         self.thresholds = tuple(float(nu) for nu in thresholds)
-        self.patience = tuple(int(n) for n in patience)
+        self.patience = patience
         self.use_offset = bool(use_offset)
         self.center_inputs = bool(center_inputs)
         self.max_iterations = max_iterations
@@ -150,7 +162,24 @@ class CapsuleRegressionEM:
             tf.reduce_sum(one_hot, 0),
             tf.einsum("bc,bp->cp", one_hot, x),
             tf.einsum("bc,bp,bq->cpq", one_hot, x, x),
+            self._bad_label_count(y),
         )
+
+    def _bad_label_count(self, labels):
+        """How many `labels` are not whole numbers in `[0, num_classes)`:
+        summed with the statistics (the sums run under XLA, which drops
+        assertions) and checked after each pass."""
+        ids = tf.cast(labels, tf.float64)
+        good = (ids == tf.round(ids)) & (ids >= 0) & (ids < self.num_classes)
+        return tf.reduce_sum(tf.cast(~good, tf.float64))
+
+    def _check_label_count(self, count):
+        if count:
+            raise ValueError(
+                f"`CapsuleRegressionEM` expects labels that are class ids in "
+                f"[0, {self.num_classes}). Received {int(count)} labels "
+                "outside that range or not whole numbers."
+            )
 
     def _design(self, x, input_mean):
         z = tf.cast(x, tf.float32) - tf.cast(input_mean, tf.float32)
@@ -222,14 +251,16 @@ class CapsuleRegressionEM:
             tf.reduce_sum(weights, 0),
             tf.reduce_sum(combined),
             tf.cast(tf.size(labels), tf.float32),
+            self._bad_label_count(labels),
         )
 
     def _errors(self, dataset, kernel):
-        wrong, seen, combined, count = self._error_sum(
+        wrong, seen, combined, count, bad_labels = self._error_sum(
             dataset,
             tf.constant(kernel, tf.float32),
             tf.constant(self.input_mean, tf.float32),
         )
+        self._check_label_count(bad_labels)
         return wrong / np.maximum(seen, 1.0), float(combined / count)
 
     # ----------------------------------------------------------------------
@@ -245,7 +276,16 @@ class CapsuleRegressionEM:
         Returns:
             The initial kernel `(K, q, m, d)`, q = p (+1 with an offset).
         """
-        counts, sums, grams = self._class_moment_sum(train_dataset)
+        counts, sums, grams, bad_labels = self._class_moment_sum(train_dataset)
+        self._check_label_count(bad_labels)
+        p = sums.shape[-1] + int(self.use_offset)
+        if self.capsule_dim > p:
+            raise ValueError(
+                f"`CapsuleRegressionEM` expects `capsule_dim` <= the number "
+                f"of features{' + 1 (offset)' if self.use_offset else ''}, "
+                f"{p}: each capsule is a projection of them. Received: "
+                f"capsule_dim={self.capsule_dim}."
+            )
         if np.any(counts == 0):
             raise ValueError(
                 "Every class needs training examples. Classes without any: "
@@ -490,6 +530,21 @@ class CapsuleRegressionEM:
 
 
 def _features_and_labels(batch):
+    """`(features (batch, p), labels (batch,))` of a batch `(features,
+    labels)` or `{"features", "label"}`; labels `(batch, 1)` are
+    squeezed."""
     if isinstance(batch, dict):
-        return batch["features"], batch["label"]
-    return batch[0], batch[1]
+        features, labels = batch["features"], batch["label"]
+    else:
+        features, labels = batch[0], batch[1]
+    if labels.shape.rank == 2 and labels.shape[-1] == 1:
+        labels = labels[:, 0]
+    if features.shape.rank != 2 or labels.shape.rank != 1:
+        raise ValueError(
+            "`CapsuleRegressionEM` expects a dataset of batches: features "
+            "(batch, p) and class ids (batch,) (not one-hot). Received "
+            f"features of shape {tuple(features.shape)} and labels of shape "
+            f"{tuple(labels.shape)}; batch the dataset with "
+            "`dataset.batch(n)` and pass labels as ids (`argmax` of one-hot)."
+        )
+    return features, labels

@@ -49,6 +49,15 @@ class IntegerArgumentsTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, "num_iterations"):
             ops.dynamic_routing(votes, num_iterations=1.5)
 
+    def test_integer_beta_is_computed_in_floats(self):
+        # Integer zeros came back before (issue 17, item 5).
+        beta = np.array([0, 1, 5, 40])
+        expected = ops.interpolating_coefficient(beta.astype("float32"), 2.5)
+        values = ops.interpolating_coefficient(beta, 2.5)
+        self.assertEqual(values.dtype, "float32")
+        self.assertAllClose(values, expected)
+        self.assertGreater(float(values[-1]), 0.9)
+
 
 if __name__ == "__main__":
     tf.test.main()

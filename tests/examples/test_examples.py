@@ -148,6 +148,12 @@ class ResultsTableTest(tf.test.TestCase):
         table = results_table.table(results_table.read_results(path))
         self.assertIn("| mnist | 2 | 6.26 |  | 5.00 | 6.21 |", table)
 
+    def test_help_prints_the_usage(self):
+        for argv, code in ((["prog", "--help"], 0), (["prog"], 2)):
+            with self.assertRaises(SystemExit) as stop:
+                results_table.main(argv)
+            self.assertEqual(stop.exception.code, code)
+
 
 if __name__ == "__main__":
     tf.test.main()
