@@ -11,9 +11,10 @@ _NORM_EPSILON = 1e-12
 def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
     """Returns `sqrt(sum(x**2, axis) + epsilon)`, with finite gradients at 0.
 
-    Vectors with an entry above 1 in magnitude are scaled by their largest
-    magnitude before squaring, so no finite vector overflows (float32
-    squares overflow from 1.8e19); float16 and bfloat16 are computed in
+    No finite vector overflows: when a square does (float32 squares
+    overflow from 1.8e19), the norms are computed again from the vectors
+    scaled by their largest magnitude (a conditional branch, so ordinary
+    inputs pay only the check). float16 and bfloat16 are computed in
     float32 and returned in their dtype.
 
     Args:
@@ -25,9 +26,18 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
     x = ops.convert_to_tensor(x)
     dtype = x.dtype
     x = _at_least_float32(x)
-    scale = ops.maximum(ops.max(ops.abs(x), axis=axis, keepdims=True), 1.0)
-    scaled = ops.sum(ops.square(x / scale), axis=axis, keepdims=True)
-    norm = scale * ops.sqrt(scaled + ops.cast(epsilon, x.dtype) / scale**2)
+    epsilon = ops.cast(epsilon, x.dtype)
+    squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
+
+    def unscaled():
+        return ops.sqrt(squared + epsilon)
+
+    def scaled():  # Only when a square overflowed: it costs a reduction.
+        scale = ops.maximum(ops.max(ops.abs(x), axis=axis, keepdims=True), 1.0)
+        total = ops.sum(ops.square(x / scale), axis=axis, keepdims=True)
+        return scale * ops.sqrt(total + epsilon / scale**2)
+
+    norm = ops.cond(ops.all(ops.isfinite(squared)), unscaled, scaled)
     if not keepdims:
         norm = ops.squeeze(norm, axis=axis)
     return ops.cast(norm, dtype)
