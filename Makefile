@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/python -m examples.demo --model_dir=demo_output
+	$(VENV)/bin/python -m examples.quiet_start examples.demo --model_dir=demo_output
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 -q tests

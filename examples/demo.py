@@ -352,7 +352,14 @@ def main(argv):
                 f"{sorted({run[3] for run in planned})}."
             )
         planned = [run for run in planned if run[3] in _ONLY.value]
-    for name, training, capsule_dim, architecture in planned:
+    for number, (name, training, capsule_dim, architecture) in enumerate(
+        planned, 1
+    ):
+        print(
+            f"[{number}/{len(planned)}] {name} ({training}, d = "
+            f"{capsule_dim}): training ...",
+            flush=True,
+        )
         start = time.time()
         errors, steps, layer = train_row(
             raw, features, training, capsule_dim, architecture

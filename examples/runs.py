@@ -30,6 +30,7 @@ A script adds its own entries after these (the docstring says which).
 
 import json
 import os
+import sys
 import time
 
 import keras
@@ -206,12 +207,19 @@ def script_flags(main, modules=()):
     return dict(sorted(values.items()))
 
 
+def _module_name(main):
+    """The dotted name of `main`'s module, also when it runs as
+    `__main__` (`python -m`, `examples.quiet_start`)."""
+    spec = getattr(sys.modules.get(main.__module__), "__spec__", None)
+    return spec.name if spec is not None else main.__module__
+
+
 def describe_run(main, dataset, parameters=None, flag_modules=()):
     """The first entries of `results.json`: the script, `dataset`, the
     flags (of `main`'s module, of `flag_modules` and of this one) and the
     model's `parameters` (if given)."""
     description = {
-        "script": main.__module__,
+        "script": _module_name(main),
         "dataset": dataset,
         "flags": script_flags(main, flag_modules),
     }

@@ -80,6 +80,8 @@ class CapsuleRegression(keras.layers.Layer):
 
     def build(self, input_shape):
         _, p = validation.feature_shape(self, input_shape)
+        # A call with another number of features names both sizes.
+        self.input_spec = keras.InputSpec(ndim=2, axes={-1: p})
         self.kernel = self.add_weight(  # W_i as columns: (p, m, d).
             name="kernel",
             shape=(p, self.num_classes, self.capsule_dim),

@@ -132,9 +132,35 @@ class CapsuleRouting(keras.layers.Layer):
             regularizer=self.kernel_regularizer,
         )
         self._build_routing(num_inputs, d_cov, d_in, initializer)
+        self.input_spec = self._input_specs(input_shape)
 
     def _build_routing(self, num_inputs, d_cov, d_in, initializer):
         """Adds the family's own weights (none by default)."""
+
+    def _free_axes(self):
+        """Input axes whose size may change after build (the capsule
+        count, when every input capsule shares the weights)."""
+        return {1} if self.shares_input_weights else set()
+
+    def _input_specs(self, input_shape):
+        """Keras `InputSpec`s that hold every input to the sizes the layer
+        was built for, but for the batch and `_free_axes`: a call with
+        another size then names the layer, the axis and both sizes."""
+        single = not validation.is_list_of_shapes(input_shape)
+        shapes = [input_shape] if single else list(input_shape)
+        free = self._free_axes()
+        specs = [
+            keras.InputSpec(
+                ndim=len(shape),
+                axes={
+                    axis: size
+                    for axis, size in enumerate(tuple(shape))
+                    if axis > 0 and axis not in free and size is not None
+                },
+            )
+            for shape in shapes
+        ]
+        return specs[0] if single else specs
 
     def capsule_votes(self, poses, bias=None):
         """`(batch, n_in, n_out, d_cov, d_out)` votes `P[i] W[i, j] (+ B)`

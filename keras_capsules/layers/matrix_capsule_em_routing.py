@@ -152,6 +152,10 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
     def _build_routing(self, num_inputs, d_cov, d_in, initializer):
         em_activation.add_weights(self, self.num_capsules)
 
+    def _free_axes(self):
+        # On a grid, the weights are per type: any grid size works.
+        return {1, 2} if self.on_grid else set()
+
     def votes(self, poses):
         """`(batch, n_in, n_out, d_cov d_out)` votes of `(batch, ..., d_cov,
         d_in)` poses, in float32, coordinates added on a grid."""

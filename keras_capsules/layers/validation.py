@@ -75,6 +75,15 @@ def check_option(layer, name, value, options):
         )
 
 
+def is_list_of_shapes(input_shape):
+    """Whether `input_shape` holds the shapes of several inputs."""
+    return (
+        isinstance(input_shape, (list, tuple))
+        and all(isinstance(shape, (list, tuple)) for shape in input_shape)
+        and len(input_shape) > 0
+    )
+
+
 def pair_of_shapes(input_shape):
     """The two shapes of a layer with two inputs (`[activations, poses]`,
     `[logits, poses]`) as tuples, or None for anything else."""

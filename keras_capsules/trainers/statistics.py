@@ -33,6 +33,14 @@ class DatasetSum:
     def __call__(self, dataset, *args):
         """Returns the summed nest as NumPy arrays."""
         strategy = tf.distribute.get_strategy()
+        if strategy.num_replicas_in_sync == 1:
+            # Trace once for the dataset's batches (their batch axis is
+            # None when the last one is partial), rather than once for
+            # full batches and again for the last.
+            self._step.get_concrete_function(
+                dataset.element_spec,
+                *(tf.TensorSpec.from_tensor(arg) for arg in args),
+            )
         total = None
         for batch in strategy.experimental_distribute_dataset(dataset):
             sums = self._step(batch, *args)

@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 
 import tensorflow as tf
@@ -116,6 +118,34 @@ class ExamplesTest(tf.test.TestCase):
             app.UsageError, r"unknown models \['cnn'\]"
         ):
             run_demo(only=["matrix", "cnn"], **settings)
+
+
+class QuietStartTest(tf.test.TestCase):
+    def test_runs_the_module_without_native_start_up_lines(self):
+        # Processes of their own: what is measured is a process's stderr.
+        def run(*command):
+            return subprocess.run(
+                [sys.executable, *command],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
+            )
+
+        plain = run(
+            "-c",
+            "import tensorflow as tf; tf.config.list_physical_devices()",
+        )
+        quiet = run(
+            "-m", "examples.quiet_start", "examples.results_table", "-h"
+        )
+        self.assertEqual(quiet.returncode, 0, quiet.stderr[-2000:])
+        self.assertIn("Usage: python -m examples.results_table", quiet.stdout)
+        self.assertEqual(quiet.stderr, "")
+        # Where TensorFlow prints native lines at start-up (it does on
+        # CPU-only machines with the CUDA build), they are gone.
+        if plain.stderr:
+            self.assertNotEqual(plain.stderr, quiet.stderr)
 
 
 class DistributionTest(tf.test.TestCase):

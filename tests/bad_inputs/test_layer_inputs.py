@@ -1,0 +1,66 @@
+"""A layer called, after it was built, with inputs of other sizes than
+its weights were built for gets Keras's ValueError naming the layer, the
+axis and both sizes; sizes the layer is free in still work (issue 17,
+item 8)."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules import layers
+
+
+def normal(*shape):
+    return np.random.default_rng(0).normal(size=shape).astype("float32")
+
+
+def uniform(*shape):
+    return np.random.default_rng(1).uniform(size=shape).astype("float32")
+
+
+class LayerInputSizesTest(tf.test.TestCase):
+    def assert_refused(self, layer, inputs, expected_size):
+        with self.assertRaisesRegex(
+            ValueError, f"incompatible with the layer.*value {expected_size}"
+        ):
+            layer(inputs)
+
+    def test_dynamic_routing(self):
+        layer = layers.DynamicRouting(3, 4)
+        layer(normal(2, 6, 8))
+        self.assert_refused(layer, normal(2, 6, 5), 8)  # d_in
+        self.assert_refused(layer, normal(2, 7, 8), 6)  # n_in
+        shared = layers.DynamicRouting(3, 4, share_weights=True)
+        shared(normal(2, 6, 8))
+        self.assertEqual(shared(normal(2, 9, 8)).shape, (2, 3, 4))
+
+    def test_heinsen_routing(self):
+        layer = layers.HeinsenRouting(3, 4)
+        layer([normal(2, 6), normal(2, 6, 1, 8)])
+        self.assert_refused(layer, [normal(2, 6), normal(2, 6, 1, 5)], 8)
+        self.assert_refused(layer, [normal(2, 7), normal(2, 7, 1, 8)], 6)
+
+    def test_matrix_capsule_em_routing(self):
+        listed = layers.MatrixCapsuleEMRouting(3)
+        listed([uniform(2, 6), normal(2, 6, 4, 4)])
+        self.assert_refused(listed, [uniform(2, 7), normal(2, 7, 4, 4)], 6)
+        grid = layers.MatrixCapsuleEMRouting(3)
+        grid([uniform(2, 3, 3, 5), normal(2, 3, 3, 5, 4, 4)])
+        # Any grid size: the weights are per capsule type ...
+        activations, _ = grid([uniform(2, 4, 2, 5), normal(2, 4, 2, 5, 4, 4)])
+        self.assertEqual(activations.shape, (2, 3))
+        # ... but not another number of types.
+        self.assert_refused(
+            grid, [uniform(2, 3, 3, 6), normal(2, 3, 3, 6, 4, 4)], 5
+        )
+
+    def test_contract_form_and_capsule_regression(self):
+        layer = layers.DynamicRouting(3, 4, contract=True)
+        layer([normal(2, 6), normal(2, 6, 4, 4)])
+        self.assert_refused(layer, [normal(2, 6), normal(2, 6, 4, 5)], 4)
+        regression = layers.CapsuleRegression(3, 2)
+        regression(normal(2, 10))
+        self.assert_refused(regression, normal(2, 12), 10)
+
+
+if __name__ == "__main__":
+    tf.test.main()
