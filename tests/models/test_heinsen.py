@@ -103,6 +103,8 @@ class HeinsenImageTest(tf.test.TestCase):
         images = rng.uniform(size=(64, 12, 12, 1)).astype("float32") * 0.1
         labels = rng.integers(0, 2, 64)
         images[labels == 1, :6] += 1.0  # Class 1: bright upper half.
+        # Seeded: otherwise the weights depend on what ran before.
+        keras.utils.set_random_seed(0)
         model = models.heinsen_image((12, 12, 1), 2, filters=8, num_parts=4)
         model.compile(
             optimizer=keras.optimizers.Adam(3e-3),
