@@ -36,10 +36,7 @@ def check_targets_like(op_name, targets, scores, scores_name):
     (no broadcasting: ids `(batch,)` against `(batch, n)` scores would
     broadcast when batch == n)."""
     shape, expected = tuple(targets.shape), tuple(scores.shape)
-    compatible = len(shape) == len(expected) and all(
-        a is None or b is None or a == b for a, b in zip(shape, expected)
-    )
-    if not compatible:
+    if not _matches(shape, expected):
         raise ValueError(
             f"`{op_name}` expects `targets` of the shape of `{scores_name}`, "
             f"{expected} (one-hot or multi-hot; turn class ids into targets "
@@ -61,8 +58,7 @@ def routing_tensor(op_name, name, value):
     if not keras.backend.is_float_dtype(dtype):
         dtype = keras.config.floatx()
         tensor = ops.cast(tensor, dtype)
-    if dtype in ("float16", "bfloat16"):
-        tensor = ops.cast(tensor, "float32")
+    tensor = at_least_float32(tensor)
     if 0 in tuple(tensor.shape)[1:]:
         raise ValueError(
             f"`{op_name}` expects `{name}` with at least one capsule on "
@@ -78,11 +74,8 @@ def check_shape(op_name, name, value, *expected):
     as a tensor."""
     tensor = ops.convert_to_tensor(value)
     shape = tuple(tensor.shape)
-    for candidate in expected:
-        if len(shape) == len(candidate) and all(
-            a is None or b is None or a == b for a, b in zip(shape, candidate)
-        ):
-            return tensor
+    if any(_matches(shape, tuple(candidate)) for candidate in expected):
+        return tensor
     readable = " or ".join(str(tuple(candidate)) for candidate in expected)
     raise ValueError(
         f"`{op_name}` expects `{name}` of shape {readable} (None: any "
@@ -104,3 +97,18 @@ def check_broadcastable(op_name, name, value, target):
             f"(None: any size), to match the votes. Received shape {shape}."
         )
     return tensor
+
+
+def at_least_float32(tensor):
+    """`tensor` in float32 if it is float16 or bfloat16 (as is otherwise):
+    their range and precision underflow the ops' small terms."""
+    if keras.backend.standardize_dtype(tensor.dtype) in ("float16", "bfloat16"):
+        return ops.cast(tensor, "float32")
+    return tensor
+
+
+def _matches(shape, expected):
+    """Whether two static shapes agree (None matches any size)."""
+    return len(shape) == len(expected) and all(
+        a is None or b is None or a == b for a, b in zip(shape, expected)
+    )

@@ -22,19 +22,23 @@ def class_ids(owner, labels, num_classes):
             f"`{owner}` expects numeric class ids. Received dtype "
             f"{labels.dtype.name}."
         )
-    ids = tf.cast(labels, "float64")
+    whole, in_range = valid_class_ids(labels, num_classes)
     return checked(
         owner,
-        tf.cast(ids, "int32"),
+        tf.cast(labels, "int32"),
         labels,
         [
-            (tf.reduce_all(ids == tf.round(ids)), "whole-number class ids"),
-            (
-                tf.reduce_all((ids >= 0.0) & (ids < num_classes)),
-                f"class ids in [0, {num_classes})",
-            ),
+            (tf.reduce_all(whole), "whole-number class ids"),
+            (tf.reduce_all(in_range), f"class ids in [0, {num_classes})"),
         ],
     )
+
+
+def valid_class_ids(labels, num_classes):
+    """Elementwise `(whole, in_range)`: whether each label is a whole
+    number, and whether it lies in `[0, num_classes)`."""
+    ids = tf.cast(labels, "float64")
+    return ids == tf.round(ids), (ids >= 0.0) & (ids < num_classes)
 
 
 def checked(owner, value, received, conditions, what="labels"):

@@ -1,7 +1,8 @@
 """Vector lengths and the squashing nonlinearity (Sabour et al. 2017, eq. 1)."""
 
-import keras
 from keras import ops
+
+from keras_capsules.ops.arguments import at_least_float32
 
 # Inside the square root of a norm: keeps its gradient finite at 0 and is
 # far below the squared length of any capsule that carries information.
@@ -25,7 +26,7 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
     """
     x = ops.convert_to_tensor(x)
     dtype = x.dtype
-    x = _at_least_float32(x)
+    x = at_least_float32(x)
     epsilon = ops.cast(epsilon, x.dtype)
     squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
 
@@ -64,16 +65,9 @@ def squash(vectors, axis=-1):
     """
     vectors = ops.convert_to_tensor(vectors)
     dtype = vectors.dtype
-    vectors = _at_least_float32(vectors)
+    vectors = at_least_float32(vectors)
     norm = safe_norm(vectors, axis=axis, keepdims=True)
     return ops.cast(vectors / (norm + 1.0 / norm), dtype)
-
-
-def _at_least_float32(x):
-    """`x` in float32 if it is float16 or bfloat16 (as is otherwise)."""
-    if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16"):
-        return ops.cast(x, "float32")
-    return x
 
 
 # The largest float32 below 1: a squashed length that rounds to 1 keeps a

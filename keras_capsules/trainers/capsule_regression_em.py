@@ -28,6 +28,7 @@ from keras_capsules import ops as capsule_ops
 from keras_capsules.layers.capsule_regression import CapsuleRegression
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.capsule_regression import posterior_scales
+from keras_capsules.ops.labels import valid_class_ids
 from keras_capsules.trainers import architectures, initialization
 from keras_capsules.trainers.em_state import EMState
 from keras_capsules.trainers.statistics import DatasetSum
@@ -169,9 +170,8 @@ class CapsuleRegressionEM:
         """How many `labels` are not whole numbers in `[0, num_classes)`:
         summed with the statistics (the sums run under XLA, which drops
         assertions) and checked after each pass."""
-        ids = tf.cast(labels, tf.float64)
-        good = (ids == tf.round(ids)) & (ids >= 0) & (ids < self.num_classes)
-        return tf.reduce_sum(tf.cast(~good, tf.float64))
+        whole, in_range = valid_class_ids(labels, self.num_classes)
+        return tf.reduce_sum(tf.cast(~(whole & in_range), tf.float64))
 
     def _check_label_count(self, count):
         if count:
