@@ -123,6 +123,7 @@ class ConvMatrixCapsules(keras.layers.Layer):
             cost_normalization,
             variance_floor,
             assignment_smoothing,
+            self.num_capsule_types,
         )
         kernel_arguments.set_kernel_arguments(
             self,

@@ -21,7 +21,8 @@ def set_arguments(
     activation_bias_gain,
     cost_normalization,
     floor,
-    assignment_smoothing=0.0,
+    assignment_smoothing,
+    num_parent_types,
 ):
     """Checks the arguments and stores them as same-named attributes.
 
@@ -38,10 +39,25 @@ def set_arguments(
         floor: float `> 0`, the variance floor.
         assignment_smoothing: float in `[0, 1)`, the share of each child's
             uniform assignment kept in every M-step after the first.
+        num_parent_types: int, the output capsule types whose costs are
+            standardised together. Standardising needs 3 or more: the
+            z-scores of two costs are -1 and +1 (of one, 0) whatever the
+            costs, so no gradient would reach them and routing could not
+            learn which parent to activate.
     """
     validation.check_option(
         layer, "cost_normalization", cost_normalization, COST_NORMALIZATIONS
     )
+    standardized = cost_normalization.endswith("standardize")
+    if standardized and num_parent_types is not None and num_parent_types < 3:
+        raise ValueError(
+            f"`{type(layer).__name__}` with "
+            f"cost_normalization={cost_normalization!r} needs at least 3 "
+            "output capsule types: the z-scores of two costs are -1 and +1 "
+            "whatever the costs, so the costs would get no gradient. "
+            f"Received {num_parent_types}. Use "
+            "cost_normalization='per_child' for fewer types."
+        )
     ActivationCost(
         activation_bias_gain=activation_bias_gain,
         variance_floor=floor,

@@ -138,6 +138,7 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
             cost_normalization,
             variance_floor,
             assignment_smoothing,
+            self.num_capsules,
         )
         self.on_grid = False
 

@@ -11,7 +11,9 @@ ROUTINGS = ("dynamic", "em", "heinsen", "regression")
 # The routing arguments of each family's class capsules, beyond the
 # shared `num_iterations` and `capsule_dim`. EM takes the library's
 # "standardized" recipe (`models.MATRIX_CAPSNET_RECIPES`; README "Matrix
-# capsules"): Procedure 1 as written saturates its activations here.
+# capsules"): Procedure 1 as written saturates its activations here. With
+# fewer than 3 classes, whose standardised costs would be constant, it
+# divides the costs by the number of children instead.
 _FAMILY_ARGUMENTS = {
     "dynamic": {},
     "em": {
@@ -60,6 +62,8 @@ def _routing_layer(routing, num_classes, capsule_dim, num_iterations):
         return layers.DynamicRouting(num_classes, capsule_dim, **arguments)
     if routing == "heinsen":
         return layers.HeinsenRouting(num_classes, capsule_dim, **arguments)
+    if num_classes < 3:
+        arguments["cost_normalization"] = "per_child"
     return layers.MatrixCapsuleEMRouting(
         num_classes,
         capsule_dim=capsule_dim,
@@ -108,6 +112,9 @@ def capsule_classifier(
         num_classes: int, classes.
         routing: `"dynamic"`, `"em"`, `"heinsen"`, `"regression"`, or a
             layer that keeps the capsule contract. Defaults to `"heinsen"`.
+            `"em"` standardises the class capsules' costs across the
+            classes, or, for fewer than 3 classes, divides them by the
+            number of input capsules.
         backbone: a Keras model (or layer) from images to feature maps
             `(batch, H, W, C)`; None for `default_backbone(image_shape)`.
         num_primary_types: int `B`, primary capsule types per position.

@@ -75,7 +75,7 @@ def fold_patches(patches, grid_size, strides, reduction="sum"):
     height, width = grid_size
     kernel_size = patches.shape[3]
     rows, columns = patches.shape[1], patches.shape[2]
-    trailing = [[0, 0]] * (patches.ndim - 5)
+    trailing = [[0, 0]] * (len(patches.shape) - 5)
     result = None
     for ky in range(kernel_size):
         for kx in range(kernel_size):

@@ -36,8 +36,8 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
     kernel = ops.cast(kernel, poses.dtype)
     kernel_rank = 3 if shared else 4
     if (
-        poses.ndim != 4
-        or kernel.ndim != kernel_rank
+        len(poses.shape) != 4
+        or len(kernel.shape) != kernel_rank
         or poses.shape[-1] != kernel.shape[-2]
         or (not shared and poses.shape[1] not in (None, kernel.shape[0]))
     ):

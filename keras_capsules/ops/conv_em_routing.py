@@ -3,7 +3,7 @@ child is assigned over every parent whose receptive field holds it."""
 
 from keras import ops
 
-from keras_capsules.ops.arguments import positive_int
+from keras_capsules.ops.arguments import positive_int, routing_tensor
 from keras_capsules.ops.capsule_patches import (
     extract_patches,
     fold_patches,
@@ -12,18 +12,18 @@ from keras_capsules.ops.capsule_patches import (
 from keras_capsules.ops.em_routing import (
     VARIANCE_FLOOR,
     ActivationCost,
-    check_inverse_temperatures,
     em_routing_on_patches,
+    routing_inputs,
 )
 
 
 def _check(votes, activations, strides):
-    if votes.ndim != 8 or votes.shape[3] != votes.shape[4]:
+    if len(votes.shape) != 8 or votes.shape[3] != votes.shape[4]:
         raise ValueError(
             "`conv_em_routing` expects votes of shape (batch, H', W', K, K, "
             f"B, C, h). Received shape {tuple(votes.shape)}."
         )
-    if activations.ndim != 4 or activations.shape[3] != votes.shape[5]:
+    if len(activations.shape) != 4 or activations.shape[3] != votes.shape[5]:
         raise ValueError(
             "`conv_em_routing` expects child activations of shape (batch, H, "
             f"W, B) with B = {votes.shape[5]} as in the votes. Received shape "
@@ -102,10 +102,9 @@ def conv_em_routing(
         `(activations, means, variances)`: `(batch, H', W', C)` activations
         in `[0, 1]` and `(batch, H', W', C, h)` means and variances.
     """
-    votes = ops.convert_to_tensor(votes)
+    votes, output_dtype = routing_tensor("conv_em_routing", "votes", votes)
     activations = ops.convert_to_tensor(activations)
     _check(votes, activations, strides)
-    check_inverse_temperatures("conv_em_routing", inverse_temperatures)
     options = ActivationCost(
         activation_bias_gain,
         cost_scale,
@@ -113,13 +112,19 @@ def conv_em_routing(
         standardize_costs,
         variance_floor,
         assignment_smoothing,
-    ).check("conv_em_routing")
-    dtype = votes.dtype
-    activations = ops.cast(activations, dtype)
-    if mask is not None:
-        activations = activations * ops.cast(mask, dtype)
-    batch = ops.shape(votes)[0]
+    )
     rows, columns, kernel_size, _, child_types, types, dim = votes.shape[1:]
+    activations, beta_u, beta_a, inverse_temperatures = routing_inputs(
+        "conv_em_routing",
+        votes.dtype,
+        activations,
+        (votes.shape[0], *activations.shape[1:]),
+        mask,
+        (beta_u, beta_a, types),
+        inverse_temperatures,
+        options,
+    )
+    batch = ops.shape(votes)[0]
     grid_size = activations.shape[1:3]
     patch_shape = (batch, rows, columns, kernel_size, kernel_size, child_types)
     slots = kernel_size * kernel_size * child_types
@@ -157,15 +162,18 @@ def conv_em_routing(
             extract_patches(activations, kernel_size, strides),
             (batch, rows * columns, slots),
         ),
-        ops.cast(beta_u, dtype),
-        ops.cast(beta_a, dtype),
-        ops.cast(inverse_temperatures, dtype),
+        beta_u,
+        beta_a,
+        inverse_temperatures,
         over_receptive_fields,
         options,
     )
     grid = (batch, rows, columns, types)
-    return (
-        ops.reshape(ops.sigmoid(logits), grid),
-        ops.reshape(means, (*grid, dim)),
-        ops.reshape(variances, (*grid, dim)),
+    return tuple(
+        ops.cast(tensor, output_dtype)
+        for tensor in (
+            ops.reshape(ops.sigmoid(logits), grid),
+            ops.reshape(means, (*grid, dim)),
+            ops.reshape(variances, (*grid, dim)),
+        )
     )

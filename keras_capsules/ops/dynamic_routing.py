@@ -41,7 +41,7 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
         the votes' dtype.
     """
     votes, dtype = routing_tensor("dynamic_routing", "votes", votes)
-    if votes.ndim != 4:
+    if len(votes.shape) != 4:
         raise ValueError(
             "`dynamic_routing` expects votes of shape (batch, n_in, n_out, "
             f"d_out). Received shape {tuple(votes.shape)}."

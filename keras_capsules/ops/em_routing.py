@@ -18,9 +18,6 @@ from keras_capsules.ops.arguments import (
 # routed votes, so results agree with the exact formulas to float32
 # precision. The official code uses 5e-4 (`variance_floor`).
 VARIANCE_FLOOR = 1e-9
-# Added to sum_i R_ij before dividing by it: a parent that no active child
-# votes for (all a_i = 0) gets mean 0 and variance 0, not NaN.
-_TOTAL_EPSILON = 1e-9
 # Added to the variance of the costs across parents before its square
 # root, when costs are standardised: parents of equal cost stay finite.
 _COST_VARIANCE_EPSILON = 1e-6
@@ -110,6 +107,14 @@ def check_inverse_temperatures(op_name, inverse_temperatures):
     return count
 
 
+def nonzero(total):
+    """`total` with its zeros replaced by 1: the denominator of a weighted
+    mean. A parent that no active child votes for (every `R_ij a_i = 0`)
+    then gets mean 0 and variance 0, not NaN, and a bounded gradient
+    (`1 / (total + 1e-9)` would give ~1e9 there)."""
+    return ops.where(total > 0, total, ops.ones_like(total))
+
+
 def _standardize(cost):
     """z-scores of `(batch, P, J)` costs across the J parent types."""
     mean = ops.mean(cost, axis=-1, keepdims=True)
@@ -133,7 +138,7 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
         `a_j = logistic(logits)`.
     """
     total = ops.sum(weights, axis=-1)  # (b, P, J): sum_i R_ij
-    shares = weights / (total[..., None] + _TOTAL_EPSILON)
+    shares = weights / nonzero(total)[..., None]
     means = ops.einsum("bpji,bpjih->bpjh", shares, votes)
     # Two passes, sum_i R_ij (V - mu)^2, not E[V^2] - mu^2: assignments
     # that settle on one tight cluster make the variance tiny, and the
@@ -207,8 +212,11 @@ def em_routing_on_patches(
     # Votes relative to each parent's activation-weighted mean: routing is
     # unchanged by a per-parent shift, and float32 then keeps the digits of
     # the spread when the votes sit far from 0.
-    offset = ops.einsum("bpi,bpjih->bpjh", activations, votes) / (
-        ops.sum(activations, axis=-1)[:, :, None, None] + _TOTAL_EPSILON
+    # The outputs do not depend on the offset, so neither do their
+    # gradients: stopping it keeps 1 / sum_i a_i out of the backward pass.
+    offset = ops.stop_gradient(
+        ops.einsum("bpi,bpjih->bpjh", activations, votes)
+        / nonzero(ops.sum(activations, axis=-1))[:, :, None, None]
     )
     votes = votes - offset[..., None, :]
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2.
@@ -241,12 +249,12 @@ def em_routing_on_patches(
 
 
 def _check(votes, activations):
-    if votes.ndim != 4:
+    if len(votes.shape) != 4:
         raise ValueError(
             "`em_routing` expects votes of shape (batch, n_in, n_out, h). "
             f"Received shape {tuple(votes.shape)}."
         )
-    if activations.ndim != 2:
+    if len(activations.shape) != 2:
         raise ValueError(
             "`em_routing` expects activations of shape (batch, n_in). "
             f"Received shape {tuple(activations.shape)}."
@@ -268,22 +276,72 @@ def _dense_routing(
     votes, output_dtype = routing_tensor("em_routing", "votes", votes)
     activations = ops.convert_to_tensor(activations)
     _check(votes, activations)
-    check_inverse_temperatures("em_routing", inverse_temperatures)
-    options.check("em_routing")
     batch_size, n_in, n_out = tuple(votes.shape)[:3]
-    check_shape("em_routing", "activations", activations, (batch_size, n_in))
+    activations, beta_u, beta_a, inverse_temperatures = routing_inputs(
+        "em_routing",
+        votes.dtype,
+        activations,
+        (batch_size, n_in),
+        mask,
+        (beta_u, beta_a, n_out),
+        inverse_temperatures,
+        options,
+    )
+
+    def over_outputs(logits):
+        return ops.logsumexp(logits, axis=2, keepdims=True)
+
+    logits, means, variances = em_routing_on_patches(
+        ops.transpose(votes, (0, 2, 1, 3))[:, None],
+        activations[:, None],
+        beta_u,
+        beta_a,
+        inverse_temperatures,
+        over_outputs,
+        options,
+        trace,
+    )
+    logits = logits[:, 0]
+    activations = logits if return_logits else ops.sigmoid(logits)
+    return tuple(
+        ops.cast(tensor, output_dtype)
+        for tensor in (activations, means[:, 0], variances[:, 0])
+    )
+
+
+def routing_inputs(
+    op_name,
+    dtype,
+    activations,
+    activations_shape,
+    mask,
+    betas,
+    inverse_temperatures,
+    options,
+):
+    """Checks the inputs of an EM routing op besides its votes and returns
+    `(activations, beta_u, beta_a, inverse_temperatures)` in `dtype`.
+
+    `activations` must have `activations_shape` (as must `mask`, when
+    given) and lie in [0, 1]; `betas` is `(beta_u, beta_a, n_out)`, each
+    beta broadcastable to `(n_out,)`; the inverse temperatures must be
+    positive and finite. Masked children (mask False) get activation 0,
+    whatever they held.
+    """
+    check_inverse_temperatures(op_name, inverse_temperatures)
+    options.check(op_name)
+    check_shape(op_name, "activations", activations, activations_shape)
+    beta_u, beta_a, n_out = betas
     for name, beta in (("beta_u", beta_u), ("beta_a", beta_a)):
-        check_broadcastable("em_routing", name, beta, (n_out,))
-    if mask is not None:
-        check_shape("em_routing", "mask", mask, (batch_size, n_in))
-    dtype = votes.dtype
+        check_broadcastable(op_name, name, beta, (n_out,))
     activations = ops.cast(activations, dtype)
     if mask is not None:  # Padded children may hold anything.
+        mask = check_shape(op_name, "mask", mask, activations_shape)
         activations = ops.where(ops.cast(mask, "bool"), activations, 0.0)
-    activations = checked_activations("em_routing", activations, dtype)
+    activations = checked_activations(op_name, activations, dtype)
     inverse_temperatures = ops.convert_to_tensor(inverse_temperatures, dtype)
     inverse_temperatures = value_checks.checked(
-        "em_routing",
+        op_name,
         inverse_temperatures,
         inverse_temperatures,
         [
@@ -295,25 +353,11 @@ def _dense_routing(
         ],
         what="inverse_temperatures",
     )
-
-    def over_outputs(logits):
-        return ops.logsumexp(logits, axis=2, keepdims=True)
-
-    logits, means, variances = em_routing_on_patches(
-        ops.transpose(votes, (0, 2, 1, 3))[:, None],
-        activations[:, None],
+    return (
+        activations,
         ops.cast(beta_u, dtype),
         ops.cast(beta_a, dtype),
         inverse_temperatures,
-        over_outputs,
-        options,
-        trace,
-    )
-    logits = logits[:, 0]
-    activations = logits if return_logits else ops.sigmoid(logits)
-    return tuple(
-        ops.cast(tensor, output_dtype)
-        for tensor in (activations, means[:, 0], variances[:, 0])
     )
 
 

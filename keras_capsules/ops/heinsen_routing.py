@@ -37,12 +37,12 @@ def check_epsilon(name, epsilon):
 
 
 def _check(scores, votes, num_iterations):
-    if votes.ndim != 5:
+    if len(votes.shape) != 5:
         raise ValueError(
             "`heinsen_routing` expects votes of shape (batch, n_in, n_out, "
             f"d_cov, d_out). Received shape {tuple(votes.shape)}."
         )
-    if scores.ndim != 2:
+    if len(scores.shape) != 2:
         raise ValueError(
             "`heinsen_routing` expects scores of shape (batch, n_in). "
             f"Received shape {tuple(scores.shape)}."

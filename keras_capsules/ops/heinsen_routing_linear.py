@@ -28,17 +28,17 @@ from keras_capsules.ops.heinsen_routing import (
 
 
 def _check(scores, capsules, kernel, num_iterations):
-    if capsules.ndim != 4:
+    if len(capsules.shape) != 4:
         raise ValueError(
             "`heinsen_routing_linear` expects capsules of shape (batch, "
             f"n_in, d_cov, d_in). Received shape {tuple(capsules.shape)}."
         )
-    if scores.ndim != 2:
+    if len(scores.shape) != 2:
         raise ValueError(
             "`heinsen_routing_linear` expects scores of shape (batch, "
             f"n_in). Received shape {tuple(scores.shape)}."
         )
-    if kernel.ndim != 3 or kernel.shape[1] != capsules.shape[-1]:
+    if len(kernel.shape) != 3 or kernel.shape[1] != capsules.shape[-1]:
         raise ValueError(
             "`heinsen_routing_linear` expects a kernel of shape (n_out, "
             f"d_in, d_out) with d_in = {capsules.shape[-1]}. Received shape "

@@ -1,7 +1,8 @@
 """A layer called, after it was built, with inputs of other sizes than
 its weights were built for gets Keras's ValueError naming the layer, the
 axis and both sizes; sizes the layer is free in still work (issue 17,
-item 8)."""
+item 8). Layer arguments that would leave nothing to learn are refused
+when the layer is made."""
 
 import numpy as np
 import tensorflow as tf
@@ -60,6 +61,28 @@ class LayerInputSizesTest(tf.test.TestCase):
         regression = layers.CapsuleRegression(3, 2)
         regression(normal(2, 10))
         self.assert_refused(regression, normal(2, 12), 10)
+
+
+class LayerArgumentsTest(tf.test.TestCase):
+    def test_standardized_costs_need_three_output_types(self):
+        # Z-scores of two costs are -1 and +1 whatever the costs.
+        makers = (
+            lambda count, **kwargs: layers.MatrixCapsuleEMRouting(
+                count, **kwargs
+            ),
+            lambda count, **kwargs: layers.ConvMatrixCapsules(
+                count, 3, **kwargs
+            ),
+        )
+        for make in makers:
+            for normalization in ("standardize", "per_mass_standardize"):
+                for count in (1, 2):
+                    with self.assertRaisesRegex(
+                        ValueError, f"at least 3 .*Received {count}"
+                    ):
+                        make(count, cost_normalization=normalization)
+                make(3, cost_normalization=normalization)
+            make(2, cost_normalization="per_child")
 
 
 if __name__ == "__main__":

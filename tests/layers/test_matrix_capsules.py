@@ -182,7 +182,7 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_activation_arguments_round_trip_through_the_config(self):
         layer = layers.ConvMatrixCapsules(
-            2,
+            3,
             activation_bias_gain=50.0,
             cost_normalization="standardize",
             variance_floor=5e-4,

@@ -46,6 +46,22 @@ class CapsuleClassifierTest(tf.test.TestCase, parameterized.TestCase):
             restored(test_images), model(test_images), rtol=1e-5, atol=1e-5
         )
 
+    @parameterized.parameters(1, 2)
+    def test_em_learns_two_classes_from_other_initialisations(self, seed):
+        # Standardised costs of two classes are always -1 and +1: with
+        # them, EM kept whatever split its initial weights made.
+        images, labels = halves()
+        keras.utils.set_random_seed(seed)
+        model = models.capsule_classifier((12, 12, 1), 2, routing="em")
+        model.compile(
+            optimizer=keras.optimizers.Adam(3e-3),
+            loss=models.classifier_loss("em"),
+            metrics=["sparse_categorical_accuracy"],
+        )
+        model.fit(images, labels, batch_size=16, epochs=8, verbose=0)
+        _, accuracy = model.evaluate(*halves(seed=1), verbose=0)
+        self.assertGreater(accuracy, 0.9)
+
     def test_routing_families_have_the_same_class_capsule_weights(self):
         counts = {}
         for routing in ("dynamic", "em", "heinsen"):
