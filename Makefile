@@ -3,10 +3,16 @@
 PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed
+# The oldest supported TensorFlow and Keras (constraints-oldest.txt).
+OLDEST_VENV := .venv-oldest
+OLDEST_STAMP := $(OLDEST_VENV)/.installed
+# What `make test-oldest` runs: every op, layer and bad-input test and the
+# conformance checks (.keras, SavedModel, XLA, mixed precision).
+SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py
 export TFDS_DATA_DIR ?= $(abspath ../shared/tfds)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test test-all lint bench clean
+.PHONY: demo test test-oldest test-all lint bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +21,22 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+$(OLDEST_STAMP): requirements.txt requirements-dev.txt constraints-oldest.txt setup.py
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/pip install --quiet --upgrade pip
+	$(OLDEST_VENV)/bin/pip install --quiet -r requirements-dev.txt \
+		-c constraints-oldest.txt
+	$(OLDEST_VENV)/bin/pip install --quiet --no-deps -e .
+	touch $(OLDEST_STAMP)
+
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.quiet_start examples.demo --model_dir=demo_output
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 -q tests
+
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST_VENV)/bin/python -m pytest -n 2 -q $(SMOKE_TESTS)
 
 test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 -q -m "slow or not slow" tests
@@ -37,4 +54,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.generative_capsules
 
 clean:
-	rm -rf $(VENV) demo_output
+	rm -rf $(VENV) $(OLDEST_VENV) demo_output

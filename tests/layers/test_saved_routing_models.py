@@ -33,9 +33,13 @@ class SavedRoutingModelsTest(tf.test.TestCase, parameterized.TestCase):
             outputs = [outputs]
         self.assertLen(outputs, len(saved.files) - len(inputs))
         for k, output in enumerate(outputs):
-            self.assertAllClose(
-                output, saved[f"output_{k}"], rtol=1e-5, atol=1e-6
-            )
+            expected = saved[f"output_{k}"]
+            # The files load under every supported TensorFlow, whose
+            # kernels sum in other orders: float32 entries then agree to
+            # about 10 ulp of the output's scale (an entry near 0 that is
+            # a sum of terms of that scale can move by that much).
+            scale = float(np.max(np.abs(expected)))
+            self.assertAllClose(output, expected, rtol=1e-5, atol=1e-5 * scale)
 
 
 if __name__ == "__main__":
