@@ -1,5 +1,7 @@
 """The `--strategy` flag of the example scripts: which tf.distribute engine."""
 
+import importlib
+
 import tensorflow as tf
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
@@ -26,3 +28,63 @@ def make_strategy(name):
     raise ValueError(
         f"Unknown strategy {name!r}. Expected one of {STRATEGIES}."
     )
+
+
+def work_around_multi_worker_fit(model):
+    """Lets `model.fit` run under `MultiWorkerMirroredStrategy`.
+
+    Keras 3 (up to at least 3.15) fails every multi-worker `fit` in two
+    places (keras-team/keras#20585):
+
+    - at the start, it builds the metrics from the first batch reduced
+      across replicas with `strategy.reduce`, which this strategy cannot
+      do for a nested batch ("Attempt to convert a value (PerReplica
+      ...)"); the build needs only the batch's shapes, so it gets the
+      local replica's batch here;
+    - after each step, it reduces the step's logs with `strategy.reduce(
+      "MEAN", value, axis=0)`, which fails on the scalar logs ("Invalid
+      reduction dimension 0 for input with 0 dimensions"); scalars are
+      reduced over the replicas alone here.
+
+    Does nothing under other strategies.
+    """
+    strategy = model.distribute_strategy
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return
+
+    def local(value):
+        if isinstance(value, tf.distribute.DistributedValues):
+            return strategy.experimental_local_results(value)[0]
+        return value
+
+    def maybe_symbolic_build(iterator=None, data_batch=None):
+        if iterator is not None:
+            for _, _, batches in iterator:
+                data_batch = tf.nest.map_structure(local, next(batches))
+                break
+        with strategy.scope():
+            model._symbolic_build(data_batch=data_batch)
+
+    model._maybe_symbolic_build = maybe_symbolic_build
+    trainer = importlib.import_module("keras.src.backend.tensorflow.trainer")
+    if getattr(trainer.reduce_per_replica, "_scalar_safe", False):
+        return
+    reduce_per_replica = trainer.reduce_per_replica
+
+    def scalar_safe_reduce_per_replica(values, strategy, reduction):
+        if reduction in ("auto", "mean") and isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        ):
+
+            def mean(value):
+                if isinstance(value, tf.distribute.DistributedValues) or (
+                    tf.is_tensor(value) and value.shape.rank == 0
+                ):
+                    return strategy.reduce("MEAN", value, axis=None)
+                return reduce_per_replica(value, strategy, reduction)
+
+            return tf.nest.map_structure(mean, values)
+        return reduce_per_replica(values, strategy, reduction)
+
+    scalar_safe_reduce_per_replica._scalar_safe = True
+    trainer.reduce_per_replica = scalar_safe_reduce_per_replica

@@ -1,12 +1,14 @@
 """Flag-free helpers of the example scripts: the XLA choice, the callbacks
-of a long run, and the serving export. `examples/runs.py` applies them to
-the run-level flags; scripts that keep their own flags call them
-directly."""
+and the backup of a long run, and the serving export. `examples/runs.py`
+applies them to the run-level flags; scripts that keep their own flags
+call them directly."""
 
 import os
 
 import keras
 import tensorflow as tf
+
+from keras_capsules.callbacks import ResumableBackup
 
 
 def use_xla(flag_value):
@@ -19,20 +21,23 @@ def use_xla(flag_value):
     )
 
 
-def make_callbacks(model_dir, model_file, backup_steps):
-    """A backup that resumes an interrupted run, the latest model each
-    epoch, TensorBoard logs (fit's progress bar is Keras's own)."""
+def make_callbacks(model_dir, model_file):
+    """The latest model each epoch and TensorBoard logs (fit's progress bar
+    is Keras's own; `make_backup` gives the backup)."""
     return [
-        # Two alternating backups: a run killed while writing one
-        # resumes from the other.
-        keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, "backup"),
-            save_freq=backup_steps,
-            double_checkpoint=True,
-        ),
         keras.callbacks.ModelCheckpoint(os.path.join(model_dir, model_file)),
         keras.callbacks.TensorBoard(os.path.join(model_dir, "logs")),
     ]
+
+
+def make_backup(backup_dir, backup_steps, epoch_batches):
+    """A `callbacks.ResumableBackup` in `backup_dir`: every epoch's end
+    and every `backup_steps` steps (at epoch ends only when the number of
+    batches of `epoch_batches(0)` is unknown)."""
+    length = int(epoch_batches(tf.constant(0, tf.int64)).cardinality())
+    return ResumableBackup(
+        backup_dir, save_freq=backup_steps if length >= 0 else "epoch"
+    )
 
 
 def export_serving(model, export_dir, input_spec, serve=None):

@@ -91,7 +91,9 @@ MIXED_PRECISION = flags.DEFINE_enum(
 BACKUP_STEPS = flags.DEFINE_integer(
     "backup_steps",
     500,
-    "Steps between backups; an interrupted run resumes from the last one.",
+    "Steps between backups within an epoch (every epoch's end is backed "
+    "up too); a killed run resumes from the last one when the same "
+    "command runs again.",
 )
 EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Where to write the serving SavedModel."
@@ -149,7 +151,13 @@ def recipe(choices):
 def set_up(**defaults):
     """Applies the script's flag defaults (flags given keep their values),
     seeds every generator, sets the dtype policy and makes `--model_dir`.
-    Returns the `tf.distribute.Strategy` of `--strategy`."""
+    Returns the `tf.distribute.Strategy` of `--strategy`.
+
+    In a multi-worker run every worker is given the same `--model_dir`
+    (storage they share): the chief writes there, every other worker its
+    own outputs to `--model_dir/workers/<index>`, and all resume from the
+    chief's backup.
+    """
     set_defaults(**defaults)
     if MODEL_DIR.value is None:
         raise app.UsageError("--model_dir is required.")
@@ -157,8 +165,20 @@ def set_up(**defaults):
     keras.mixed_precision.set_dtype_policy(
         "float32" if MIXED_PRECISION.value == "none" else MIXED_PRECISION.value
     )
+    # Made before any dataset: collective ops are configured when it is.
+    strategy = distribution.make_strategy(STRATEGY.value)
+    _BACKUP_DIR[0] = os.path.join(MODEL_DIR.value, "backup")
+    if not strategy.extended.should_checkpoint:
+        task = strategy.cluster_resolver.task_id
+        flags.FLAGS.model_dir = os.path.join(
+            MODEL_DIR.value, "workers", str(task)
+        )
     os.makedirs(MODEL_DIR.value, exist_ok=True)
-    return distribution.make_strategy(STRATEGY.value)
+    return strategy
+
+
+# The backup folder of the run, shared by all workers (set by `set_up`).
+_BACKUP_DIR = [None]
 
 
 def use_xla():
@@ -190,10 +210,8 @@ class EpochTimer(keras.callbacks.Callback):
 
 
 def callbacks(model_file):
-    """`fitting.make_callbacks` in `--model_dir`, `--backup_steps` apart."""
-    return fitting.make_callbacks(
-        MODEL_DIR.value, model_file, BACKUP_STEPS.value
-    )
+    """`fitting.make_callbacks` in `--model_dir`."""
+    return fitting.make_callbacks(MODEL_DIR.value, model_file)
 
 
 def script_flags(main, modules=()):
@@ -249,16 +267,32 @@ def fit(
     extra_callbacks=(),
     validation_data=None,
 ):
-    """Fits `model` on `train` for `--epochs` with `callbacks(model_file)`
-    and `extra_callbacks`; returns the training entries of `results.json`
-    (`train_examples` to `history`)."""
+    """Fits `model` for `--epochs` with `callbacks(model_file)` and
+    `extra_callbacks`, from the latest backup in `--model_dir` (see
+    `fitting.make_backup`); returns the training entries of
+    `results.json` (`train_examples` to `history`, the history of the
+    whole run, epochs before a restart included).
+
+    `train` is a `tf.data.Dataset` of batches or, better, a function of
+    the epoch number that returns that epoch's batches in an order drawn
+    from the epoch alone (`callbacks.ResumableBackup.fit`): a killed run
+    then resumes with the batches the uninterrupted run would have seen.
+    """
+    distribution.work_around_multi_worker_fit(model)
+    epoch_batches = train if callable(train) else lambda epoch: train
+    backup = fitting.make_backup(
+        _BACKUP_DIR[0] or os.path.join(MODEL_DIR.value, "backup"),
+        BACKUP_STEPS.value,
+        epoch_batches,
+    )
     timer = EpochTimer()
     start = time.time()
-    history = model.fit(
-        train,
-        epochs=EPOCHS.value,
-        validation_data=validation_data,
+    history = backup.fit(
+        model,
+        epoch_batches,
+        EPOCHS.value,
         callbacks=[*callbacks(model_file), timer, *extra_callbacks],
+        validation_data=validation_data,
     )
     train_seconds = round(time.time() - start, 1)
     # The first epoch includes tracing and compiling: leave it out.
@@ -273,7 +307,7 @@ def fit(
         ),
         "history": {
             key: [float(value) for value in values]
-            for key, values in history.history.items()
+            for key, values in history.items()
         },
     }
 
@@ -305,7 +339,8 @@ def train_and_evaluate(
     Args:
         main: the script's `main`, whose module's flags are recorded.
         model: a compiled `keras.Model`.
-        train: the training `tf.data.Dataset` of batches.
+        train: the training `tf.data.Dataset` of batches, or a function
+            of the epoch number that returns them (see `fit`).
         tests: `{split: dataset}` evaluated after training.
         model_file: file name of the saved model in `--model_dir`.
         train_examples: int, examples in one pass over `train`.

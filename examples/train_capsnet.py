@@ -135,13 +135,10 @@ def main(argv):
     name = runs.dataset(datasets.EXPERIMENTS)
     batch_size, seed = runs.BATCH_SIZE.value, runs.SEED.value
     image_shape, num_classes, test_splits = datasets.experiment_info(name)
-    train = datasets.load_experiment(
-        name,
-        "train",
-        batch_size,
-        _SHIFT_PIXELS.value,
-        runs.TRAIN_SIZE.value,
-        seed,
+    # Each epoch's order and shifts come from the seed and the epoch: a
+    # killed run resumes with the batches it would have seen.
+    train = datasets.load_experiment_epochs(
+        name, batch_size, _SHIFT_PIXELS.value, runs.TRAIN_SIZE.value, seed
     )
     tests = {
         split: datasets.load_experiment(
@@ -149,7 +146,7 @@ def main(argv):
         ).cache()
         for split in test_splits
     }
-    steps_per_epoch = int(train.cardinality())
+    steps_per_epoch = int(train(0).cardinality())
     with strategy.scope():
         model = build_model(image_shape, num_classes)
         compile_model(model, steps_per_epoch, name == "multi_mnist")

@@ -104,13 +104,10 @@ def main(argv):
         datasets.heinsen_experiments.dataset_info(name)
     )
     seed = runs.SEED.value
-    train = datasets.load_heinsen_images(
-        name,
-        "train",
-        batch_size,
-        runs.TRAIN_SIZE.value,
-        seed,
-        _PAD_PIXELS.value,
+    # Each epoch's order and crops come from the seed and the epoch: a
+    # killed run resumes with the batches it would have seen.
+    train = datasets.load_heinsen_image_epochs(
+        name, batch_size, runs.TRAIN_SIZE.value, seed, _PAD_PIXELS.value
     )
     tests = {
         split: datasets.load_heinsen_images(
@@ -118,7 +115,7 @@ def main(argv):
         ).cache()
         for split in test_splits
     }
-    steps_per_epoch = int(train.cardinality())
+    steps_per_epoch = int(train(0).cardinality())
     with strategy.scope():
         classifier = models.heinsen_image(
             (None, None, image_shape[-1]),

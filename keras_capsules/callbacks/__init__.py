@@ -1,8 +1,10 @@
-"""Schedules the papers need during training."""
+"""Schedules the papers need during training, and a backup that resumes
+a killed run where it was."""
 
 from keras_capsules.callbacks.inverse_temperature_schedule import (
     InverseTemperatureSchedule,
 )
+from keras_capsules.callbacks.resumable_backup import ResumableBackup
 from keras_capsules.callbacks.spread_loss_margin import (
     SigmoidSpreadLossMargin,
     SpreadLossMargin,
@@ -10,6 +12,7 @@ from keras_capsules.callbacks.spread_loss_margin import (
 
 __all__ = [
     "InverseTemperatureSchedule",
+    "ResumableBackup",
     "SigmoidSpreadLossMargin",
     "SpreadLossMargin",
 ]

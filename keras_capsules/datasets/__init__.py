@@ -5,8 +5,10 @@ from keras_capsules.datasets.capsnet_experiments import (
     EXPERIMENTS,
     experiment_info,
     load_experiment,
+    load_experiment_epochs,
 )
 from keras_capsules.datasets.heinsen_experiments import (
+    load_heinsen_image_epochs,
     load_heinsen_images,
     pad_and_crop,
 )
@@ -35,6 +37,8 @@ __all__ = [
     "EXPERIMENTS",
     "experiment_info",
     "load_experiment",
+    "load_experiment_epochs",
+    "load_heinsen_image_epochs",
     "PrincipalProjection",
     "Vocabulary",
     "SHAPE_NAMES",

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_capsules.datasets import image_transforms
+from keras_capsules.datasets import epoch_order, image_transforms
 from keras_capsules.datasets.procedural_shapes import (
     SHAPE_NAMES,
     load_procedural_shapes,
@@ -79,7 +79,8 @@ def load_experiment(name, split, batch_size, shift_pixels=0, size=None, seed=0):
 
     Training batches (`split="train"`) are shuffled and augmented anew every
     epoch; test batches are the same on every call (their transforms come
-    from `seed` and the batch index).
+    from `seed` and the batch index). `load_experiment_epochs` gives
+    training batches whose every epoch is a function of its number.
 
     Args:
         name: one of `EXPERIMENTS`.
@@ -95,7 +96,6 @@ def load_experiment(name, split, batch_size, shift_pixels=0, size=None, seed=0):
         float32 images `(batch, H, W, 1)` in [0, 1] and int64 class ids,
         or float32 two-hot targets `(batch, 10)` for `multi_mnist`.
     """
-    (canvas, _, _), num_classes, _ = experiment_info(name)
     training = split == "train"
     source_split = "test" if split == "test_affine" else split
     images, labels = load_experiment_arrays(name, source_split, size, seed)
@@ -107,34 +107,65 @@ def load_experiment(name, split, batch_size, shift_pixels=0, size=None, seed=0):
     data = data.batch(batch_size, drop_remainder=False).enumerate()
 
     def prepare(index, batch):
-        images, labels = batch
         # Test sets draw their transforms from a seed fixed per batch.
         batch_seed = (
             None if training else tf.stack([seed, tf.cast(index, tf.int32)])
         )
-        if name == "multi_mnist":
-            overlay_seed = (
-                tf.random.uniform((2,), 0, 2**30, tf.int32)
-                if training
-                else batch_seed
-            )
-            overlays, targets, _, _ = image_transforms.overlay_pairs(
-                images, labels, num_classes, canvas, _MULTI_SHIFT, overlay_seed
-            )
-            return overlays, targets
-        if name == "affine_mnist" and split == "test_affine":
-            return image_transforms.random_affine(
-                images, canvas, seed=batch_seed
-            ), labels
-        if name == "affine_mnist":
-            return image_transforms.random_translate(
-                images, canvas, _AFFINE_SHIFT, batch_seed
-            ), labels
-        if training and shift_pixels:
-            images = image_transforms.random_translate(
-                images, canvas, shift_pixels
-            )
-        return images, labels
+        return _prepare(name, split, shift_pixels, batch, batch_seed)
 
     data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     return data.prefetch(tf.data.AUTOTUNE)
+
+
+def load_experiment_epochs(name, batch_size, shift_pixels=0, size=None, seed=0):
+    """Returns the training data of an experiment as a function of the
+    epoch: `epoch_batches(epoch)` gives the `(images, labels)` batches of
+    that epoch, in an order and with transforms drawn from `(seed,
+    epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
+    arguments are `load_experiment`'s."""
+    images, labels = load_experiment_arrays(name, "train", size, seed)
+
+    def epoch_batches(epoch):
+        data = epoch_order.epoch_batches(
+            (images, labels), batch_size, seed, epoch
+        )
+
+        def prepare(index, batch):
+            batch_seed = epoch_order.batch_seed(seed, epoch, index)
+            return _prepare(name, "train", shift_pixels, batch, batch_seed)
+
+        data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+        return data.prefetch(tf.data.AUTOTUNE)
+
+    return epoch_batches
+
+
+def _prepare(name, split, shift_pixels, batch, batch_seed):
+    """The batch's images and targets as the experiment makes them:
+    overlaid, placed on a canvas or shifted, with transforms drawn from
+    `batch_seed` (None: anew on every call)."""
+    (canvas, _, _), num_classes, _ = experiment_info(name)
+    images, labels = batch
+    if name == "multi_mnist":
+        overlay_seed = (
+            tf.random.uniform((2,), 0, 2**30, tf.int32)
+            if batch_seed is None
+            else batch_seed
+        )
+        overlays, targets, _, _ = image_transforms.overlay_pairs(
+            images, labels, num_classes, canvas, _MULTI_SHIFT, overlay_seed
+        )
+        return overlays, targets
+    if name == "affine_mnist" and split == "test_affine":
+        return image_transforms.random_affine(
+            images, canvas, seed=batch_seed
+        ), labels
+    if name == "affine_mnist":
+        return image_transforms.random_translate(
+            images, canvas, _AFFINE_SHIFT, batch_seed
+        ), labels
+    if split == "train" and shift_pixels:
+        images = image_transforms.random_translate(
+            images, canvas, shift_pixels, batch_seed
+        )
+    return images, labels

@@ -17,6 +17,7 @@ comes from TFDS (`tfds.load("smallnorb")`); it must be prepared in
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_capsules.datasets import epoch_order
 from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
 from keras_capsules.datasets.procedural_shapes import SHAPE_NAMES
 
@@ -108,3 +109,41 @@ def load_heinsen_images(
 
     data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     return data.prefetch(tf.data.AUTOTUNE)
+
+
+def load_heinsen_image_epochs(
+    name, batch_size, size=None, seed=0, pad_pixels=None
+):
+    """Returns the training data as a function of the epoch:
+    `epoch_batches(epoch)` gives the `(images, one-hot labels)` batches of
+    that epoch, in an order and with crops drawn from `(seed, epoch)`
+    alone (`callbacks.ResumableBackup.fit` takes it). smallNORB, read from
+    TFDS record by record, keeps `load_heinsen_images`' shuffle, whose
+    order a restarted run does not repeat. The arguments are
+    `load_heinsen_images`'."""
+    if name == "smallnorb":
+        data = load_heinsen_images(name, "train", batch_size, size, seed)
+        return lambda epoch: data
+    _, num_classes, _, default_pad = dataset_info(name)
+    pad_pixels = default_pad if pad_pixels is None else pad_pixels
+    images, labels = load_experiment_arrays(name, "train", size, seed)
+
+    def epoch_batches(epoch):
+        data = epoch_order.epoch_batches(
+            (images, labels), batch_size, seed, epoch
+        )
+
+        def prepare(index, batch):
+            images, labels = batch
+            if pad_pixels:
+                images = pad_and_crop(
+                    images,
+                    pad_pixels,
+                    epoch_order.batch_seed(seed, epoch, index),
+                )
+            return images, tf.one_hot(labels, num_classes)
+
+        data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+        return data.prefetch(tf.data.AUTOTUNE)
+
+    return epoch_batches

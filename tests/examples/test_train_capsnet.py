@@ -17,6 +17,7 @@ from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import runs, train_capsnet
+from keras_capsules.callbacks import ResumableBackup
 
 FLAGS = absl_flags.FLAGS
 
@@ -127,14 +128,14 @@ class TrainCapsNetTest(tf.test.TestCase):
         ):
             with self.assertRaises(KeyboardInterrupt):
                 train_in_process(**settings)
-        with open(
-            os.path.join(directory, "backup", "training_metadata.json")
-        ) as f:
-            self.assertEqual(json.load(f)["epoch"], 1)
+        backup = ResumableBackup(os.path.join(directory, "backup"))
+        # Backups after 2 and 4 steps of the second epoch.
+        self.assertEqual(backup.position(), (1, 4))
         results = train_in_process(**settings)
-        # Only the second epoch ran after the restart.
-        self.assertLen(results["history"]["loss"], 1)
-        self.assertFalse(os.path.exists(os.path.join(directory, "backup")))
+        # The rest of the second epoch ran after the restart; the history
+        # is the whole run's.
+        self.assertLen(results["history"]["loss"], 2)
+        self.assertEqual(backup.position(), (2, 0))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,404 @@
+"""A backup of the training state that a kill at any moment leaves
+usable, and the training data that resumes with it at the exact batch."""
+
+import json
+import os
+import shutil
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules.ops.arguments import positive_int
+
+_POINTER = "latest"
+_WEIGHTS = "state.weights.h5"
+_STATE = "state.json"
+_METRICS = "metrics.npz"
+_RANDOM = "random_states.npz"
+_PARTIAL = ".partial-"
+
+
+class ResumableBackup(keras.callbacks.Callback):
+    """Backs up the model, its optimizer and the position in training, so
+    that a run killed at any moment resumes where its last backup was and
+    ends where an uninterrupted run ends.
+
+    Every backup is a folder of `backup_dir` named after its position,
+    `epoch-000002-step-000000040`, holding the weights with the
+    optimizer's state, the states of the model's seed generators, the
+    epoch's metric states and `state.json` (epochs and steps done, `fit`'s
+    history so far). It is written under a temporary name and renamed
+    when complete, then the file `latest` is replaced by one naming it:
+    a kill, even during a write, leaves the previous backup whole and
+    named. The `keep` newest backups are kept. At the start of `fit` the
+    latest backup is loaded and training continues from its epoch (a
+    finished run's backup says every epoch is done: re-running the same
+    command trains no further).
+
+    A backup is written at the end of every epoch and, with an integer
+    `save_freq`, every `save_freq` steps within one. Train with
+    `backup.fit(model, epoch_batches, epochs)`: it takes the training data
+    as a function of the epoch number, so that a restarted process sees
+    the order (and augmentation) the interrupted one would have seen,
+    when that function's randomness comes from the epoch alone, and it
+    resumes in the middle of an epoch by fitting the rest of that epoch
+    first. (`model.fit(backup.training_data(epoch_batches), ...,
+    callbacks=[backup])` resumes at epoch ends only.)
+
+    In a multi-worker run the chief writes the backups; every worker
+    reads them, so `backup_dir` must be on storage all workers share.
+
+    Args:
+        backup_dir: str, the folder of the backups.
+        save_freq: `"epoch"` or int, steps between backups within an
+            epoch. Defaults to `"epoch"`.
+        keep: int >= 1, backups kept. Defaults to `2`.
+
+    Example:
+
+    >>> def epoch_batches(epoch):  # An order that depends on the epoch.
+    ...     keys = tf.random.stateless_uniform([60000], [epoch, 0])
+    ...     rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
+    ...     return rows.batch(32).map(lambda rows: (
+    ...         tf.gather(images, rows), tf.gather(labels, rows)))
+    >>> backup = ResumableBackup("run/backup", save_freq=100)
+    >>> history = backup.fit(model, epoch_batches, epochs=10)
+    """
+
+    def __init__(self, backup_dir, save_freq="epoch", keep=2):
+        super().__init__()
+        if not backup_dir:
+            raise ValueError(
+                "`ResumableBackup` expects `backup_dir`, a folder for the "
+                f"backups. Received: backup_dir={backup_dir!r}."
+            )
+        if save_freq != "epoch":
+            save_freq = positive_int("ResumableBackup", "save_freq", save_freq)
+        self.backup_dir = backup_dir
+        self.save_freq = save_freq
+        self.keep = positive_int("ResumableBackup", "keep", keep)
+        # Read by the data of `training_data` when each epoch starts.
+        with tf.init_scope():
+            self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._resuming_within_epochs = False
+        self._model_is_current = False
+        self._metric_states = None
+        self.history = {}
+        self._current_epoch = 0
+        self._first_step = 0  # Of the current epoch: > 0 after a restore.
+        self._last_saved_step = 0
+        self._epoch_length = None  # Batches per epoch, from training_data.
+
+    def training_data(self, epoch_batches):
+        """A dataset for `fit` whose epoch `e` gives `epoch_batches(e)`.
+
+        Args:
+            epoch_batches: a function of an int64 scalar tensor, the epoch
+                number, that returns a `tf.data.Dataset` of the epoch's
+                batches. Its order and any random augmentation should come
+                from that number (e.g. a permutation and stateless random
+                ops seeded with it), so that a resumed run repeats them.
+                Every epoch must have as many batches as epoch 0.
+
+        Returns:
+            A `tf.data.Dataset` of batches.
+        """
+        length = self._epoch_length_of(epoch_batches)
+        data = tf.data.Dataset.range(1).flat_map(
+            lambda _: epoch_batches(self._epoch)
+        )
+        if length >= 0:  # The progress bar then knows it from the start.
+            data = data.apply(tf.data.experimental.assert_cardinality(length))
+        return data
+
+    def fit(self, model, epoch_batches, epochs, callbacks=(), **kwargs):
+        """Trains `model` for `epochs` epochs from the latest backup.
+
+        Resuming in the middle of an epoch fits the rest of that epoch
+        (its batches after the backup's) first, then the following epochs.
+
+        Args:
+            model: a compiled, built `keras.Model`.
+            epoch_batches: as for `training_data`.
+            epochs: int, the epochs of the whole run.
+            callbacks: further callbacks (this backup is added first).
+            **kwargs: further arguments of `model.fit` (not `x`, `epochs`,
+                `initial_epoch`).
+
+        Returns:
+            `{metric: [value per epoch]}` of the whole run, the epochs
+            before the restart included.
+        """
+        epochs = positive_int("ResumableBackup.fit", "epochs", epochs)
+        self._epoch_length_of(epoch_batches)
+        epoch, step = self.position()
+        if epoch >= epochs:  # Nothing left: the model as the run ended.
+            self._restore(model)
+            return self.history
+        callbacks = [self, *callbacks]
+        self._resuming_within_epochs = True
+        try:
+            if step:  # The rest of the interrupted epoch.
+                model.fit(
+                    epoch_batches(tf.constant(epoch, tf.int64)).skip(step),
+                    epochs=epoch + 1,
+                    initial_epoch=epoch,
+                    callbacks=callbacks,
+                    **kwargs,
+                )
+                epoch += 1
+                # The model holds the epoch's end: no worker reloads it
+                # (another's may not have been written yet).
+                self._model_is_current = True
+            if epoch < epochs:
+                model.fit(
+                    self.training_data(epoch_batches),
+                    epochs=epochs,
+                    initial_epoch=epoch,
+                    callbacks=callbacks,
+                    **kwargs,
+                )
+        finally:
+            self._resuming_within_epochs = False
+            self._model_is_current = False
+        return self.history
+
+    def _epoch_length_of(self, epoch_batches):
+        """Batches of epoch 0, -1 if unknown; a ValueError where backups
+        within epochs need it."""
+        length = int(epoch_batches(tf.constant(0, tf.int64)).cardinality())
+        if self.save_freq != "epoch" and length < 0:
+            raise ValueError(
+                f"`ResumableBackup` with save_freq={self.save_freq} needs "
+                "epochs of a known number of batches. Received "
+                "`epoch_batches(0)` of unknown cardinality. Make it known "
+                "(`tf.data.experimental.assert_cardinality`) or use "
+                "save_freq='epoch'."
+            )
+        self._epoch_length = length
+        return length
+
+    def position(self):
+        """`(epochs, steps)` of the latest backup: `epochs` complete epochs
+        and `steps` steps of the next; `(0, 0)` without a backup."""
+        state = self._latest_state()
+        return (state["epoch"], state["step"]) if state else (0, 0)
+
+    def _latest(self):
+        """The folder name of the latest complete backup, or None."""
+        try:
+            with open(os.path.join(self.backup_dir, _POINTER)) as file:
+                name = file.read().strip()
+            if os.path.isfile(os.path.join(self.backup_dir, name, _STATE)):
+                return name
+        except FileNotFoundError:
+            pass
+        names = self._backups()
+        return names[-1] if names else None
+
+    def _latest_state(self):
+        name = self._latest()
+        if name is None:
+            return None
+        with open(os.path.join(self.backup_dir, name, _STATE)) as file:
+            return json.load(file)
+
+    def _backups(self):
+        """Complete backups, oldest first (their names sort by position)."""
+        if not os.path.isdir(self.backup_dir):
+            return []
+        return sorted(
+            name
+            for name in os.listdir(self.backup_dir)
+            if name.startswith("epoch-")
+            and os.path.isfile(os.path.join(self.backup_dir, name, _STATE))
+        )
+
+    def on_train_begin(self, logs=None):
+        if self.save_freq != "epoch" and not self._resuming_within_epochs:
+            raise ValueError(
+                "`ResumableBackup` with save_freq="
+                f"{self.save_freq!r} resumes within an epoch, which "
+                "`model.fit` cannot. Received a `model.fit` call. Train "
+                "with `backup.fit(model, epoch_batches, epochs)`, or use "
+                "save_freq='epoch'."
+            )
+        self._first_step = self._last_saved_step = 0
+        if self._model_is_current:
+            self._model_is_current = False
+            return
+        epoch, step = self._restore()
+        # What Keras's own BackupAndRestore sets: fit starts there.
+        self.model._initial_epoch = epoch
+        self._first_step = self._last_saved_step = step
+
+    def _restore(self, model=None):
+        """Loads the latest backup into the model; returns its `(epochs,
+        steps)` (`(0, 0)` and nothing loaded without one)."""
+        model = model or self.model
+        self._metric_states = None
+        name = self._latest()
+        if name is None:
+            self.history = {}
+            return 0, 0
+        if not model.built:
+            raise ValueError(
+                "`ResumableBackup` restores weights into a built model. "
+                "Received an unbuilt model: build it (call it on a batch) "
+                "before training."
+            )
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        folder = os.path.join(self.backup_dir, name)
+        model.load_weights(os.path.join(folder, _WEIGHTS))
+        with np.load(os.path.join(folder, _RANDOM)) as random_states:
+            for k, variable in enumerate(_random_states(model)):
+                variable.assign(random_states[f"arr_{k}"])
+        with open(os.path.join(folder, _STATE)) as file:
+            state = json.load(file)
+        self.history = state["history"]
+        if state["step"]:
+            with np.load(os.path.join(folder, _METRICS)) as metrics:
+                self._metric_states = [
+                    metrics[f"arr_{k}"] for k in range(len(metrics.files))
+                ]
+        return state["epoch"], state["step"]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch.assign(epoch)
+        self._current_epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._metric_states is not None:
+            self._add_backup_metrics()
+        if self.save_freq == "epoch":
+            return
+        steps = self._first_step + batch + 1  # Done in this epoch.
+        # After the last batch, the epoch's own backup follows (after its
+        # validation), so that a backup always has batches left.
+        if (
+            steps - self._last_saved_step >= self.save_freq
+            and steps < self._epoch_length
+        ):
+            self._save(self._current_epoch, steps)
+
+    def _add_backup_metrics(self):
+        """Adds the backup's metric states to those of the first batch
+        after a restore (Keras builds some metrics only in that batch), so
+        that the resumed epoch's metrics cover the whole epoch. Keras's
+        metrics keep sums (totals, counts), which add."""
+        states, self._metric_states = self._metric_states, None
+        variables = _metric_variables(self.model)
+        try:
+            if len(variables) != len(states):
+                raise ValueError(
+                    f"{len(states)} saved metric states, {len(variables)} "
+                    "metric variables"
+                )
+            for variable, state in zip(variables, states):
+                variable.assign_add(keras.ops.cast(state, variable.dtype))
+        except (ValueError, RuntimeError) as error:
+            warnings.warn(
+                "`ResumableBackup`: the metrics of the resumed epoch cover "
+                f"only its steps after the restart ({error}).",
+                stacklevel=2,
+            )
+
+    def on_epoch_end(self, epoch, logs=None):
+        for key, value in (logs or {}).items():
+            self.history.setdefault(key, []).append(float(value))
+        self._first_step = 0
+        self._save(epoch + 1, 0)
+
+    def on_train_end(self, logs=None):
+        self.model._initial_epoch = None
+
+    def _save(self, epoch, step):
+        self._last_saved_step = step
+        if not self.model.distribute_strategy.extended.should_checkpoint:
+            return  # Another worker (the chief) writes.
+        name = f"epoch-{epoch:06d}-step-{step:09d}"
+        folder = os.path.join(self.backup_dir, name)
+        partial = os.path.join(self.backup_dir, f"{_PARTIAL}{name}")
+        shutil.rmtree(partial, ignore_errors=True)
+        os.makedirs(partial)
+        self.model.save_weights(os.path.join(partial, _WEIGHTS))
+        np.savez(
+            os.path.join(partial, _RANDOM),
+            *(
+                keras.ops.convert_to_numpy(variable)
+                for variable in _random_states(self.model)
+            ),
+        )
+        if step:  # The epoch's metrics so far.
+            np.savez(
+                os.path.join(partial, _METRICS),
+                *(
+                    keras.ops.convert_to_numpy(variable)
+                    for variable in _metric_variables(self.model)
+                ),
+            )
+        state = {"epoch": epoch, "step": step, "history": self.history}
+        with open(os.path.join(partial, _STATE), "w") as file:
+            json.dump(state, file)
+        _sync(partial)
+        if os.path.exists(folder):  # The same position, saved again.
+            self._discard(name)
+        os.rename(partial, folder)
+        pointer = os.path.join(self.backup_dir, f"{_PARTIAL}{_POINTER}")
+        with open(pointer, "w") as file:
+            file.write(name)
+        _sync(pointer)
+        os.replace(pointer, os.path.join(self.backup_dir, _POINTER))
+        self._prune()
+
+    def _prune(self):
+        """Removes all but the `keep` newest backups and any partial one
+        a killed run left."""
+        for name in self._backups()[: -self.keep]:
+            self._discard(name)
+        for name in os.listdir(self.backup_dir):
+            path = os.path.join(self.backup_dir, name)
+            if name.startswith(_PARTIAL) and os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _discard(self, name):
+        """Removes a backup: renamed to a partial name first, so that a
+        kill during the removal leaves no named backup without its
+        files."""
+        doomed = os.path.join(self.backup_dir, f"{_PARTIAL}old-{name}")
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.rename(os.path.join(self.backup_dir, name), doomed)
+        shutil.rmtree(doomed)
+
+
+def _random_states(model):
+    """The states of the model's seed generators (e.g. of dropout and
+    mixup), which its weights file leaves out: `model.variables` beyond
+    `model.weights`."""
+    weights = {id(weight) for weight in model.weights}
+    return [
+        variable for variable in model.variables if id(variable) not in weights
+    ]
+
+
+def _metric_variables(model):
+    """The state variables of the model's metrics, in a fixed order."""
+    return [
+        variable for metric in model.metrics for variable in metric.variables
+    ]
+
+
+def _sync(path):
+    """Flushes a file, or every file of a folder, to disk (a backup then
+    survives a machine's crash too, not only its process's)."""
+    paths = (
+        [os.path.join(path, name) for name in os.listdir(path)]
+        if os.path.isdir(path)
+        else [path]
+    )
+    for file_path in paths:
+        with open(file_path, "rb") as file:
+            os.fsync(file.fileno())

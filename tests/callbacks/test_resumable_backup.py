@@ -1,0 +1,204 @@
+"""`ResumableBackup`: a run interrupted at any step resumes from its last
+backup and ends where an uninterrupted run ends; a backup that a kill cut
+short is never loaded."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules.callbacks import ResumableBackup
+
+_EPOCHS = 3
+_BATCHES = 4  # per epoch
+_RNG = np.random.default_rng(0)
+_FEATURES = _RNG.normal(size=(_BATCHES * 8, 3)).astype("float32")
+_TARGETS = _FEATURES @ np.array([[1.0], [-2.0], [0.5]], "float32")
+
+
+def epoch_batches(epoch):
+    """Batches in an order, with noise, that come from the epoch alone."""
+    seed = tf.stack([tf.cast(epoch, tf.int32), 7])
+    order = tf.argsort(tf.random.stateless_uniform([len(_FEATURES)], seed))
+    data = tf.data.Dataset.from_tensor_slices(order).batch(8)
+
+    def gather_with_noise(index, rows):
+        features = tf.gather(_FEATURES, rows)
+        noise = tf.random.stateless_normal(
+            tf.shape(features), seed + tf.cast(index, tf.int32)
+        )
+        return features + 0.1 * noise, tf.gather(_TARGETS, rows)
+
+    return data.enumerate().map(gather_with_noise)
+
+
+def make_model():
+    keras.utils.set_random_seed(0)
+    # Dropout draws from a seed generator, whose state the backup keeps.
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(8),
+            keras.layers.Dropout(0.2, seed=1),
+            keras.layers.Dense(1),
+        ]
+    )
+    # A compiled metric: Keras builds its state only in the first batch.
+    model.compile(keras.optimizers.Adam(0.05), "mse", metrics=["mae"])
+    return model
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Stops a run, as a kill would, after `steps` steps in all."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+        self.done = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.done += 1
+        if self.done == self.steps:
+            raise KeyboardInterrupt
+
+
+def train(backup_dir, save_freq=2, interrupt_after=None):
+    """Fits a fresh model with `backup.fit`; returns it and the history."""
+    model = make_model()
+    backup = ResumableBackup(backup_dir, save_freq=save_freq)
+    callbacks = [Interrupt(interrupt_after)] if interrupt_after else []
+    history = backup.fit(
+        model, epoch_batches, _EPOCHS, callbacks=callbacks, verbose=0
+    )
+    return model, history
+
+
+class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        model, history = train(tempfile.mkdtemp())
+        cls.expected_weights = model.get_weights()
+        cls.expected_history = history
+
+    def assert_weights_expected(self, model):
+        for actual, expected in zip(model.get_weights(), self.expected_weights):
+            self.assertAllClose(actual, expected, rtol=1e-6, atol=1e-6)
+
+    # Backups after 2 steps of each epoch and at its end (after the last
+    # step: a stop at the last step of epoch 0 resumes from (0, 2)).
+    @parameterized.parameters(
+        (1, (0, 0)),
+        (2, (0, 2)),
+        (3, (0, 2)),
+        (4, (0, 2)),
+        (5, (1, 0)),
+        (7, (1, 2)),
+        (10, (2, 2)),
+        (11, (2, 2)),
+    )
+    def test_interrupted_run_ends_where_an_uninterrupted_one_ends(
+        self, interrupt_after, position
+    ):
+        backup_dir = self.create_tempdir().full_path
+        with self.assertRaises(KeyboardInterrupt):
+            train(backup_dir, interrupt_after=interrupt_after)
+        self.assertEqual(ResumableBackup(backup_dir).position(), position)
+        model, history = train(backup_dir)
+        self.assert_weights_expected(model)
+        # Each epoch's metrics cover the whole epoch, restart or not.
+        self.assertEqual(sorted(history), ["loss", "mae"])
+        self.assertAllClose(history, self.expected_history, rtol=1e-6)
+
+    def test_model_fit_resumes_at_epoch_ends(self):
+        backup_dir = self.create_tempdir().full_path
+
+        def fit(callbacks=()):
+            model = make_model()
+            backup = ResumableBackup(backup_dir)
+            model.fit(
+                backup.training_data(epoch_batches),
+                epochs=_EPOCHS,
+                callbacks=[backup, *callbacks],
+                verbose=0,
+            )
+            return model
+
+        with self.assertRaises(KeyboardInterrupt):
+            fit([Interrupt(6)])
+        self.assertEqual(ResumableBackup(backup_dir).position(), (1, 0))
+        self.assert_weights_expected(fit())
+
+    def test_a_finished_run_trains_no_further(self):
+        backup_dir = self.create_tempdir().full_path
+        train(backup_dir)
+        self.assertEqual(ResumableBackup(backup_dir).position(), (_EPOCHS, 0))
+        model, history = train(backup_dir)
+        self.assert_weights_expected(model)
+        self.assertLen(history["loss"], _EPOCHS)
+
+    def test_a_backup_cut_short_is_not_loaded(self):
+        backup_dir = self.create_tempdir().full_path
+        with self.assertRaises(KeyboardInterrupt):
+            train(backup_dir, interrupt_after=5)
+        self.assertEqual(ResumableBackup(backup_dir).position(), (1, 0))
+        # What kills during a write leave: a folder still being written,
+        # and (not from this class, which renames a folder only once it
+        # is complete) a named folder without its state.
+        os.makedirs(os.path.join(backup_dir, ".partial-epoch-000001-step-2"))
+        with open(os.path.join(backup_dir, "latest"), "w") as file:
+            file.write("epoch-000001-step-000000002")
+        os.makedirs(os.path.join(backup_dir, "epoch-000001-step-000000002"))
+        self.assertEqual(ResumableBackup(backup_dir).position(), (1, 0))
+        model, _ = train(backup_dir)
+        self.assert_weights_expected(model)
+        self.assertFalse(
+            any(name.startswith(".partial") for name in os.listdir(backup_dir))
+        )
+
+    def test_keeps_the_newest_backups(self):
+        backup_dir = self.create_tempdir().full_path
+        train(backup_dir)
+        names = sorted(
+            name for name in os.listdir(backup_dir) if name != "latest"
+        )
+        self.assertEqual(
+            names,
+            ["epoch-000002-step-000000002", "epoch-000003-step-000000000"],
+        )
+
+    def test_bad_arguments_are_refused(self):
+        for arguments, message in (
+            ({"backup_dir": ""}, "backup_dir"),
+            ({"backup_dir": "b", "save_freq": 0}, "save_freq"),
+            ({"backup_dir": "b", "save_freq": "batch"}, "save_freq"),
+            ({"backup_dir": "b", "keep": 0}, "keep"),
+        ):
+            with self.assertRaisesRegex(ValueError, message):
+                ResumableBackup(**arguments)
+
+    def test_steps_between_backups_need_epochs_of_known_length(self):
+        backup = ResumableBackup(self.create_tempdir().full_path, 2)
+        with self.assertRaisesRegex(ValueError, "unknown cardinality"):
+            backup.fit(
+                make_model(),
+                lambda epoch: epoch_batches(epoch).filter(lambda *_: True),
+                _EPOCHS,
+            )
+
+    def test_steps_between_backups_need_backup_fit(self):
+        backup = ResumableBackup(self.create_tempdir().full_path, 2)
+        with self.assertRaisesRegex(ValueError, "backup.fit"):
+            make_model().fit(
+                backup.training_data(epoch_batches),
+                epochs=1,
+                callbacks=[backup],
+                verbose=0,
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()

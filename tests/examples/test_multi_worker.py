@@ -1,0 +1,241 @@
+"""Multi-worker training (issue 17): an example script run by two local
+workers (`--strategy=multi_worker`, `TF_CONFIG` on localhost ports,
+sharing `--model_dir`) gives what one process gives with the same global
+batch: the same history, evaluation and weights. The chief writes to
+`--model_dir`; the other worker to `--model_dir/workers/1`."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl.testing import parameterized
+
+import keras_capsules  # noqa: F401  (registers the saved classes)
+from tests.examples.test_train_heinsen import write_tiny_treebank
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+_TIMEOUT = 600  # seconds, for one run of a script
+_CAPSNET = [
+    "--dataset=procedural_shapes",
+    "--train_size=128",
+    "--test_size=32",
+    "--batch_size=32",
+    "--conv_filters=8",
+    "--primary_capsule_types=2",
+    "--decoder_units=16",
+    "--epochs=2",
+]
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for server in sockets:
+        server.bind(("localhost", 0))
+    ports = [server.getsockname()[1] for server in sockets]
+    for server in sockets:
+        server.close()
+    return ports
+
+
+def run_script(script, flags, model_dir, workers=1):
+    """Runs `examples.<script>` in `workers` processes (one: the default
+    strategy; more: a local multi-worker cluster) and waits for them."""
+    arguments = [
+        sys.executable,
+        "-m",
+        f"examples.{script}",
+        *flags,
+        "--figures=false",
+        f"--model_dir={model_dir}",
+    ]
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    environment["PYTHONPATH"] = _ROOT
+    if workers == 1:
+        configs = [None]
+    else:
+        arguments.append("--strategy=multi_worker")
+        cluster = {
+            "worker": [f"localhost:{port}" for port in free_ports(workers)]
+        }
+        configs = [
+            json.dumps(
+                {"cluster": cluster, "task": {"type": "worker", "index": k}}
+            )
+            for k in range(workers)
+        ]
+    processes = []
+    for config in configs:
+        worker_environment = dict(environment)
+        if config:
+            worker_environment["TF_CONFIG"] = config
+        processes.append(
+            subprocess.Popen(
+                arguments,
+                cwd=_ROOT,
+                env=worker_environment,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    errors = [process.communicate(timeout=_TIMEOUT)[1] for process in processes]
+    for process, error in zip(processes, errors):
+        if process.returncode != 0:
+            raise AssertionError(error[-3000:])
+
+
+def load_run(model_dir, model_file):
+    with open(os.path.join(model_dir, "results.json")) as file:
+        results = json.load(file)
+    weights = None
+    if model_file:
+        path = os.path.join(model_dir, model_file)
+        weights = keras.saving.load_model(path).get_weights()
+    return results, weights
+
+
+class MultiWorkerTest(tf.test.TestCase, parameterized.TestCase):
+    def assert_two_workers_match_one_process(
+        self, script, flags, model_file, compared=("history", "evaluation")
+    ):
+        root = tempfile.mkdtemp()
+        single_dir = os.path.join(root, "single")
+        cluster_dir = os.path.join(root, "cluster")
+        run_script(script, flags, single_dir)
+        run_script(script, flags, cluster_dir, workers=2)
+        expected, expected_weights = load_run(single_dir, model_file)
+        for directory in (cluster_dir, os.path.join(cluster_dir, "workers/1")):
+            results, weights = load_run(directory, model_file)
+            for key in compared:
+                self.assertAllClose(
+                    results[key], expected[key], rtol=1e-4, atol=1e-5
+                )
+            for actual, wanted in zip(weights or (), expected_weights or ()):
+                scale = max(1.0, float(np.max(np.abs(wanted))))
+                self.assertAllClose(actual, wanted, atol=1e-5 * scale)
+        # Only the chief writes the backup, which both resume from.
+        self.assertTrue(os.path.isdir(os.path.join(cluster_dir, "backup")))
+        self.assertFalse(
+            os.path.exists(os.path.join(cluster_dir, "workers/1/backup"))
+        )
+
+    def test_train_capsnet(self):
+        self.assert_two_workers_match_one_process(
+            "train_capsnet", _CAPSNET, "capsnet.keras"
+        )
+
+    @pytest.mark.slow
+    @parameterized.parameters("dynamic", "em", "heinsen", "regression")
+    def test_train(self, routing):
+        self.assert_two_workers_match_one_process(
+            "train",
+            [
+                f"--routing={routing}",
+                "--dataset=procedural_shapes",
+                "--train_size=64",
+                "--test_size=32",
+                "--batch_size=16",
+                "--primary_types=2",
+                "--epochs=2",
+            ],
+            None,
+        )
+
+    @pytest.mark.slow
+    def test_train_heinsen_image(self):
+        self.assert_two_workers_match_one_process(
+            "train_heinsen_image",
+            [
+                "--dataset=procedural_shapes",
+                "--recipe=cpu",
+                "--mixup_alpha=0.2",
+                "--train_size=64",
+                "--test_size=32",
+                "--batch_size=16",
+                "--filters=8",
+                "--num_parts=4",
+                "--epochs=2",
+            ],
+            "heinsen_image.keras",
+        )
+
+    @pytest.mark.slow
+    def test_train_heinsen_sst(self):
+        data_dir = tempfile.mkdtemp()
+        write_tiny_treebank(data_dir)
+        self.assert_two_workers_match_one_process(
+            "train_heinsen_sst",
+            [
+                "--task=sst2",
+                f"--data_dir={data_dir}",
+                "--embedding_dim=8",
+                "--batch_size=4",
+                "--epochs=2",
+            ],
+            "heinsen_sst.keras",
+        )
+
+    @pytest.mark.slow
+    def test_train_matrix_capsules(self):
+        self.assert_two_workers_match_one_process(
+            "train_matrix_capsules",
+            [
+                "--dataset=procedural_shapes",
+                "--model=small",
+                "--train_size=64",
+                "--test_size=32",
+                "--batch_size=16",
+                "--epochs=2",
+                "--routing_iterations=2",
+            ],
+            None,
+        )
+
+    @pytest.mark.slow
+    @parameterized.parameters("sgd", "em")
+    def test_capsule_regression(self, training):
+        self.assert_two_workers_match_one_process(
+            "capsule_regression",
+            [
+                "--dataset=procedural_shapes",
+                f"--training={training}",
+                "--capsule_dim=2",
+                "--train_size=600",
+                "--projection_dim=32",
+                "--epochs=2",
+                "--max_iterations=3",
+            ],
+            None,
+        )
+
+    @pytest.mark.slow
+    def test_train_generative_capsules(self):
+        self.assert_two_workers_match_one_process(
+            "train_generative_capsules",
+            [
+                "--dataset=procedural_shapes",
+                "--canvas_size=28",
+                "--train_size=64",
+                "--epochs=2",
+                "--batch_size=32",
+                "--probe_train_size=64",
+                "--probe_test_size=32",
+                "--probe_epochs=1",
+                "--rotations=0",
+                "--vae_epochs=1",
+                "--free_form_steps=2",
+                "--free_form_examples=8",
+            ],
+            None,
+        )
+
+
+if __name__ == "__main__":
+    tf.test.main()
