@@ -98,13 +98,10 @@ def project_splits(splits, num_components, center):
     }
 
 
-def as_dataset(features, labels, batch_size, shuffle_seed=None):
-    """Batches of `(features, labels)`: cached, or reshuffled every pass
-    if a `shuffle_seed` is given."""
+def as_dataset(features, labels, batch_size):
+    """Cached batches of `(features, labels)`, in order."""
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    if shuffle_seed is None:
-        return dataset.batch(batch_size).cache()
-    return dataset.shuffle(len(labels), seed=shuffle_seed).batch(batch_size)
+    return dataset.batch(batch_size).cache()
 
 
 def train_em(main, name, features, architecture):
@@ -169,7 +166,7 @@ def train_sgd(main, name, features):
     runs.train_and_evaluate(
         main,
         model,
-        as_dataset(x, y, batch, shuffle_seed=runs.SEED.value),
+        runs.epoch_batches((x, y), batch, runs.SEED.value),
         {split: as_dataset(a, b, 4096) for split, (a, b) in features.items()},
         "capsule_regression.keras",
         len(y),

@@ -39,8 +39,9 @@ def work_around_multi_worker_fit(model):
     - at the start, it builds the metrics from the first batch reduced
       across replicas with `strategy.reduce`, which this strategy cannot
       do for a nested batch ("Attempt to convert a value (PerReplica
-      ...)"); the build needs only the batch's shapes, so it gets the
-      local replica's batch here;
+      ...)"); the build needs only the batch's shapes and dtypes, so it
+      gets zeros of the data's element spec here (drawing no batch, which
+      would also move the data's shuffle on by one pass);
     - after each step, it reduces the step's logs with `strategy.reduce(
       "MEAN", value, axis=0)`, which fails on the scalar logs ("Invalid
       reduction dimension 0 for input with 0 dimensions"); scalars are
@@ -52,16 +53,14 @@ def work_around_multi_worker_fit(model):
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return
 
-    def local(value):
-        if isinstance(value, tf.distribute.DistributedValues):
-            return strategy.experimental_local_results(value)[0]
-        return value
+    def zeros(spec):
+        shape = [1 if size is None else size for size in spec.shape]
+        return tf.zeros(shape, spec.dtype)
 
     def maybe_symbolic_build(iterator=None, data_batch=None):
         if iterator is not None:
-            for _, _, batches in iterator:
-                data_batch = tf.nest.map_structure(local, next(batches))
-                break
+            spec = iterator.data_adapter.get_tf_dataset().element_spec
+            data_batch = tf.nest.map_structure(zeros, spec)
         with strategy.scope():
             model._symbolic_build(data_batch=data_batch)
 
@@ -77,9 +76,10 @@ def work_around_multi_worker_fit(model):
         ):
 
             def mean(value):
-                if isinstance(value, tf.distribute.DistributedValues) or (
-                    tf.is_tensor(value) and value.shape.rank == 0
-                ):
+                local = value
+                if isinstance(value, tf.distribute.DistributedValues):
+                    local = strategy.experimental_local_results(value)[0]
+                if tf.is_tensor(local) and local.shape.rank == 0:
                     return strategy.reduce("MEAN", value, axis=None)
                 return reduce_per_replica(value, strategy, reduction)
 

@@ -7,18 +7,33 @@ import os
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from keras_capsules.callbacks import ResumableBackup
 
 
-def use_xla(flag_value):
-    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only)."""
+def use_xla(flag_value, strategy=None):
+    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only).
+
+    Under a multi-worker strategy without GPUs or TPUs the answer is
+    False whatever the flag (with a warning for `true`): XLA cannot
+    compile the collective ops of CPU workers.
+    """
+    accelerators = tf.config.list_logical_devices(
+        "GPU"
+    ) + tf.config.list_logical_devices("TPU")
+    if not accelerators and isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy
+    ):
+        if flag_value == "true":
+            logging.warning(
+                "--jit_compile=true ignored: XLA cannot compile the "
+                "collective ops of CPU workers."
+            )
+        return False
     if flag_value != "auto":
         return flag_value == "true"
-    return bool(
-        tf.config.list_logical_devices("GPU")
-        + tf.config.list_logical_devices("TPU")
-    )
+    return bool(accelerators)
 
 
 def make_callbacks(model_dir, model_file):

@@ -35,9 +35,11 @@ import time
 
 import keras
 import numpy as np
+import tensorflow as tf
 from absl import app, flags
 
 from examples import distribution, fitting
+from keras_capsules import datasets
 
 MODEL_DIR = flags.DEFINE_string(
     "model_dir", None, "Backups, model, TensorBoard logs and results."
@@ -148,6 +150,12 @@ def recipe(choices):
     return _choice(RECIPE, choices)
 
 
+# The backup folder of the run, shared by all workers, and the strategy
+# (set by `set_up`).
+_BACKUP_DIR = [None]
+_STRATEGY = [None]
+
+
 def set_up(**defaults):
     """Applies the script's flag defaults (flags given keep their values),
     seeds every generator, sets the dtype policy and makes `--model_dir`.
@@ -167,6 +175,7 @@ def set_up(**defaults):
     )
     # Made before any dataset: collective ops are configured when it is.
     strategy = distribution.make_strategy(STRATEGY.value)
+    _STRATEGY[0] = strategy
     _BACKUP_DIR[0] = os.path.join(MODEL_DIR.value, "backup")
     if not strategy.extended.should_checkpoint:
         task = strategy.cluster_resolver.task_id
@@ -177,13 +186,10 @@ def set_up(**defaults):
     return strategy
 
 
-# The backup folder of the run, shared by all workers (set by `set_up`).
-_BACKUP_DIR = [None]
-
-
 def use_xla():
-    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only)."""
-    return fitting.use_xla(JIT_COMPILE.value)
+    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only);
+    False for CPU workers of a multi-worker run (`fitting.use_xla`)."""
+    return fitting.use_xla(JIT_COMPILE.value, _STRATEGY[0])
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -310,6 +316,22 @@ def fit(
             for key, values in history.items()
         },
     }
+
+
+def epoch_batches(arrays, batch_size, seed):
+    """Training batches of in-memory `arrays` as a function of the epoch
+    for `fit`: each epoch in an order drawn from `seed` and its number
+    (`datasets.epoch_order`), so that a killed run resumes with the
+    batches it would have seen and every worker of a multi-worker run
+    sees the same."""
+
+    def of_epoch(epoch):
+        data = datasets.epoch_order.epoch_batches(
+            arrays, batch_size, seed, epoch
+        )
+        return data.map(lambda index, batch: batch).prefetch(tf.data.AUTOTUNE)
+
+    return of_epoch
 
 
 def write_results(results, file_name="results.json"):

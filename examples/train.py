@@ -56,10 +56,8 @@ def test_splits(name):
     return ("test", "test_novel") if name == "procedural_shapes" else ("test",)
 
 
-def batches(images, labels, batch_size, shuffle_seed=None):
+def batches(images, labels, batch_size):
     data = tf.data.Dataset.from_tensor_slices((images, labels))
-    if shuffle_seed is not None:
-        data = data.shuffle(len(labels), seed=shuffle_seed)
     return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
@@ -69,7 +67,7 @@ def main(argv):
     name, routing = runs.dataset(DATASETS), _ROUTING.value
     batch_size, epochs = runs.BATCH_SIZE.value, runs.EPOCHS.value
     images, labels = load_arrays(name, "train", runs.TRAIN_SIZE.value)
-    train = batches(images, labels, batch_size, runs.SEED.value)
+    train = runs.epoch_batches((images, labels), batch_size, runs.SEED.value)
     tests = {
         split: batches(
             *load_arrays(name, split, runs.TEST_SIZE.value), batch_size

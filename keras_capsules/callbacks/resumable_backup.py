@@ -4,6 +4,7 @@ usable, and the training data that resumes with it at the exact batch."""
 import json
 import os
 import shutil
+import tempfile
 import warnings
 
 import keras
@@ -252,7 +253,15 @@ class ResumableBackup(keras.callbacks.Callback):
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         folder = os.path.join(self.backup_dir, name)
-        model.load_weights(os.path.join(folder, _WEIGHTS))
+        try:
+            model.load_weights(os.path.join(folder, _WEIGHTS))
+        except ValueError as error:
+            raise ValueError(
+                f"`ResumableBackup` found a backup in {folder} that does "
+                f"not fit this model ({error}). A backup resumes the run "
+                "that wrote it: give a run of another model its own "
+                "folder, or delete this one to start afresh."
+            ) from error
         with np.load(os.path.join(folder, _RANDOM)) as random_states:
             for k, variable in enumerate(_random_states(model)):
                 variable.assign(random_states[f"arr_{k}"])
@@ -317,11 +326,22 @@ class ResumableBackup(keras.callbacks.Callback):
 
     def _save(self, epoch, step):
         self._last_saved_step = step
-        if not self.model.distribute_strategy.extended.should_checkpoint:
-            return  # Another worker (the chief) writes.
+        if self.model.distribute_strategy.extended.should_checkpoint:
+            self._write(epoch, step, self.backup_dir)
+        else:
+            # Every worker reads the same (possibly synchronised)
+            # variables in the same order; only the chief keeps them.
+            scratch = tempfile.mkdtemp(prefix="resumable_backup_")
+            try:
+                self._write(epoch, step, scratch)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _write(self, epoch, step, backup_dir):
+        """Writes the backup of `(epoch, step)` into `backup_dir`."""
         name = f"epoch-{epoch:06d}-step-{step:09d}"
-        folder = os.path.join(self.backup_dir, name)
-        partial = os.path.join(self.backup_dir, f"{_PARTIAL}{name}")
+        folder = os.path.join(backup_dir, name)
+        partial = os.path.join(backup_dir, f"{_PARTIAL}{name}")
         shutil.rmtree(partial, ignore_errors=True)
         os.makedirs(partial)
         self.model.save_weights(os.path.join(partial, _WEIGHTS))
@@ -343,6 +363,8 @@ class ResumableBackup(keras.callbacks.Callback):
         state = {"epoch": epoch, "step": step, "history": self.history}
         with open(os.path.join(partial, _STATE), "w") as file:
             json.dump(state, file)
+        if backup_dir != self.backup_dir:
+            return
         _sync(partial)
         if os.path.exists(folder):  # The same position, saved again.
             self._discard(name)

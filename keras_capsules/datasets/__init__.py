@@ -1,6 +1,6 @@
 """Datasets: TFDS loaders, the built-in procedural dataset, projections."""
 
-from keras_capsules.datasets import generative_capsule_experiments
+from keras_capsules.datasets import epoch_order, generative_capsule_experiments
 from keras_capsules.datasets.capsnet_experiments import (
     EXPERIMENTS,
     experiment_info,
@@ -33,6 +33,7 @@ from keras_capsules.datasets.tfds_loaders import (
 )
 
 __all__ = [
+    "epoch_order",
     "generative_capsule_experiments",
     "EXPERIMENTS",
     "experiment_info",

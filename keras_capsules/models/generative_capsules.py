@@ -5,6 +5,7 @@ import keras
 
 from keras_capsules import distributions
 from keras_capsules import layers as capsule_layers
+from keras_capsules.models.normalization import batch_normalization
 
 POSE_POSTERIORS = ("delta", "gaussian")
 
@@ -84,7 +85,7 @@ def top_encoder(
     x = capsules
     if normalize_inputs:
         x = keras.layers.Reshape((-1,))(x)
-        x = keras.layers.BatchNormalization()(x)
+        x = batch_normalization()(x)
         x = keras.layers.Reshape(
             (num_template_capsules, 1 + distributions.POSE_DIM)
         )(x)

@@ -4,6 +4,7 @@ sequences of embeddings (sec. 5, Fig. 5)."""
 import keras
 
 from keras_capsules import layers
+from keras_capsules.models.normalization import batch_normalization
 
 # Convolution strides of the image model's six 3x3 convolutions.
 _IMAGE_STRIDES = (1, 2, 1, 2, 1, 2)
@@ -108,7 +109,7 @@ def heinsen_image(
     x = layers.CoordinateChannels(name="coordinates")(images)
     channels = image_shape[-1] + 2
     for index, strides in enumerate(_IMAGE_STRIDES):
-        x = keras.layers.BatchNormalization(
+        x = batch_normalization(
             momentum=_NORM_MOMENTUM, name=f"norm{index + 1}"
         )(x)
         kernel_init, bias_init = _convolution_initializers(
@@ -128,9 +129,7 @@ def heinsen_image(
     kernel_init, bias_init = _convolution_initializers(
         initialization, filters, stem=False
     )
-    scores = keras.layers.BatchNormalization(
-        momentum=_NORM_MOMENTUM, name="score_norm"
-    )(x)
+    scores = batch_normalization(momentum=_NORM_MOMENTUM, name="score_norm")(x)
     scores = keras.layers.Conv2D(
         num_parts,
         1,
@@ -139,9 +138,7 @@ def heinsen_image(
         name="score_conv",
     )(scores)
     scores = keras.layers.Reshape((-1,), name="input_scores")(scores)
-    poses = keras.layers.BatchNormalization(
-        momentum=_NORM_MOMENTUM, name="pose_norm"
-    )(x)
+    poses = batch_normalization(momentum=_NORM_MOMENTUM, name="pose_norm")(x)
     poses = keras.layers.Conv2D(
         num_parts * d_cov * d_pose,
         1,

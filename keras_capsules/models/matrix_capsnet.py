@@ -5,6 +5,7 @@ import keras
 
 from keras_capsules import layers
 from keras_capsules.layers import inverse_temperatures as schedules
+from keras_capsules.models.normalization import batch_normalization
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
 # Routing and initialisation of each named recipe; README "Matrix capsules"
@@ -160,7 +161,7 @@ def matrix_capsnet(
         A, 5, strides=2, use_bias=not batch_norm, name="conv1"
     )(images)
     if batch_norm:
-        features = keras.layers.BatchNormalization(name="conv1_norm")(features)
+        features = batch_normalization(name="conv1_norm")(features)
     features = keras.layers.ReLU(name="conv1_relu")(features)
     capsules = layers.PrimaryMatrixCapsules(
         B,

@@ -170,6 +170,14 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             ["epoch-000002-step-000000002", "epoch-000003-step-000000000"],
         )
 
+    def test_a_backup_of_another_model_is_refused(self):
+        backup_dir = self.create_tempdir().full_path
+        train(backup_dir)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model.compile("adam", "mse")
+        with self.assertRaisesRegex(ValueError, "does not fit this model"):
+            ResumableBackup(backup_dir).fit(model, epoch_batches, _EPOCHS + 1)
+
     def test_bad_arguments_are_refused(self):
         for arguments, message in (
             ({"backup_dir": ""}, "backup_dir"),
