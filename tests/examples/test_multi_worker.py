@@ -144,6 +144,17 @@ class _MultiWorkerCase(tf.test.TestCase, parameterized.TestCase):
         backup_dir = os.path.join(cluster_dir, "backup")
         self.assertEqual(os.path.isdir(backup_dir), backs_up)
 
+    def assert_same_run_shape(self, single_dir, cluster_dir, metric):
+        """The two-worker run trained as many epochs, evaluated the same
+        splits and backed up (its numbers are not compared)."""
+        results, _ = load_run(cluster_dir, None)
+        expected, _ = load_run(single_dir, None)
+        self.assertLen(results["history"][metric], 2)
+        self.assertEqual(
+            results["evaluation"].keys(), expected["evaluation"].keys()
+        )
+        self.assertTrue(os.path.isdir(os.path.join(cluster_dir, "backup")))
+
 
 def continuous(entries, compare_accuracy):
     """`entries` without accuracies unless `compare_accuracy`: a count of
@@ -242,13 +253,7 @@ class MultiWorkerSlowTest(_MultiWorkerCase):
                 "--routing_iterations=2",
             ],
         )
-        results, _ = load_run(cluster_dir, None)
-        expected, _ = load_run(single_dir, None)
-        self.assertLen(results["history"]["loss"], 2)
-        self.assertEqual(
-            results["evaluation"].keys(), expected["evaluation"].keys()
-        )
-        self.assertTrue(os.path.isdir(os.path.join(cluster_dir, "backup")))
+        self.assert_same_run_shape(single_dir, cluster_dir, "loss")
 
     @parameterized.parameters("sgd", "em")
     def test_capsule_regression(self, training):
@@ -288,13 +293,7 @@ class MultiWorkerSlowTest(_MultiWorkerCase):
                 "--free_form_examples=8",
             ],
         )
-        results, _ = load_run(cluster_dir, None)
-        expected, _ = load_run(single_dir, None)
-        self.assertLen(results["history"]["elbo"], 2)
-        self.assertEqual(
-            results["evaluation"].keys(), expected["evaluation"].keys()
-        )
-        self.assertTrue(os.path.isdir(os.path.join(cluster_dir, "backup")))
+        self.assert_same_run_shape(single_dir, cluster_dir, "elbo")
 
 
 if __name__ == "__main__":
