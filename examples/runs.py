@@ -325,11 +325,14 @@ def epoch_batches(arrays, batch_size, seed):
     batches it would have seen and every worker of a multi-worker run
     sees the same."""
 
+    shuffled = datasets.epoch_order.epoch_batches(arrays, batch_size, seed)
+
     def of_epoch(epoch):
-        data = datasets.epoch_order.epoch_batches(
-            arrays, batch_size, seed, epoch
+        return (
+            shuffled(epoch)
+            .map(lambda index, batch: batch)
+            .prefetch(tf.data.AUTOTUNE)
         )
-        return data.map(lambda index, batch: batch).prefetch(tf.data.AUTOTUNE)
 
     return of_epoch
 

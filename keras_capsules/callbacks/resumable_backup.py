@@ -106,7 +106,11 @@ class ResumableBackup(keras.callbacks.Callback):
         Returns:
             A `tf.data.Dataset` of batches.
         """
-        length = self._epoch_length_of(epoch_batches)
+        return self._training_data(
+            epoch_batches, self._epoch_length_of(epoch_batches)
+        )
+
+    def _training_data(self, epoch_batches, length):
         data = tf.data.Dataset.range(1).flat_map(
             lambda _: epoch_batches(self._epoch)
         )
@@ -133,7 +137,7 @@ class ResumableBackup(keras.callbacks.Callback):
             before the restart included.
         """
         epochs = positive_int("ResumableBackup.fit", "epochs", epochs)
-        self._epoch_length_of(epoch_batches)
+        length = self._epoch_length_of(epoch_batches)
         epoch, step = self.position()
         if epoch >= epochs:  # Nothing left: the model as the run ended.
             self._restore(model)
@@ -155,7 +159,7 @@ class ResumableBackup(keras.callbacks.Callback):
                 self._model_is_current = True
             if epoch < epochs:
                 model.fit(
-                    self.training_data(epoch_batches),
+                    self._training_data(epoch_batches, length),
                     epochs=epochs,
                     initial_epoch=epoch,
                     callbacks=callbacks,

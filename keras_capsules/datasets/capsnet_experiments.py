@@ -123,12 +123,12 @@ def load_experiment_epochs(name, batch_size, shift_pixels=0, size=None, seed=0):
     that epoch, in an order and with transforms drawn from `(seed,
     epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
     arguments are `load_experiment`'s."""
-    images, labels = load_experiment_arrays(name, "train", size, seed)
+    shuffled = epoch_order.epoch_batches(
+        load_experiment_arrays(name, "train", size, seed), batch_size, seed
+    )
 
     def epoch_batches(epoch):
-        data = epoch_order.epoch_batches(
-            (images, labels), batch_size, seed, epoch
-        )
+        data = shuffled(epoch)
 
         def prepare(index, batch):
             batch_seed = epoch_order.batch_seed(seed, epoch, index)

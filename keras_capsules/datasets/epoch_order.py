@@ -11,29 +11,34 @@ def _seed(seed, epoch):
     return tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64)])
 
 
-def epoch_batches(arrays, batch_size, seed, epoch):
-    """Batches of the rows of `arrays` in an order drawn from `(seed,
-    epoch)` alone.
+def epoch_batches(arrays, batch_size, seed):
+    """Returns the batches of the rows of `arrays` as a function of the
+    epoch: `of_epoch(epoch)` gives them in an order drawn from `(seed,
+    epoch)` alone. The arrays become tensors once, not once per call.
 
     Args:
         arrays: a tuple of arrays (or tensors) with as many rows each.
         batch_size: int, rows per batch (the last batch may be smaller).
         seed: int, the run's seed.
-        epoch: int64 scalar tensor (or int), the epoch number.
 
     Returns:
-        A `tf.data.Dataset` of `(index, batch)`: the batch's index in the
+        `of_epoch(epoch)`, for an int64 scalar tensor (or int) `epoch`: a
+        `tf.data.Dataset` of `(index, batch)`, the batch's index in the
         epoch and a tuple of the batch of each array.
     """
     arrays = tuple(tf.convert_to_tensor(array) for array in arrays)
     count = int(arrays[0].shape[0])
-    order = tf.argsort(tf.random.stateless_uniform([count], _seed(seed, epoch)))
-    rows = tf.data.Dataset.from_tensor_slices(order).batch(batch_size)
-    batches = rows.map(
-        lambda rows: tuple(tf.gather(array, rows) for array in arrays),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    return batches.enumerate()
+
+    def of_epoch(epoch):
+        keys = tf.random.stateless_uniform([count], _seed(seed, epoch))
+        rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
+        batches = rows.batch(batch_size).map(
+            lambda rows: tuple(tf.gather(array, rows) for array in arrays),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        return batches.enumerate()
+
+    return of_epoch
 
 
 def batch_seed(seed, epoch, index):

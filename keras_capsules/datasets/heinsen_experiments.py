@@ -126,12 +126,12 @@ def load_heinsen_image_epochs(
         return lambda epoch: data
     _, num_classes, _, default_pad = dataset_info(name)
     pad_pixels = default_pad if pad_pixels is None else pad_pixels
-    images, labels = load_experiment_arrays(name, "train", size, seed)
+    shuffled = epoch_order.epoch_batches(
+        load_experiment_arrays(name, "train", size, seed), batch_size, seed
+    )
 
     def epoch_batches(epoch):
-        data = epoch_order.epoch_batches(
-            (images, labels), batch_size, seed, epoch
-        )
+        data = shuffled(epoch)
 
         def prepare(index, batch):
             images, labels = batch

@@ -20,19 +20,19 @@ class EpochBatchesTest(tf.test.TestCase):
     def test_each_epoch_is_a_permutation_fixed_by_seed_and_epoch(self):
         rows = np.arange(10)
         epochs = [
-            rows_of(epoch_order.epoch_batches((rows,), 4, 3, epoch))
+            rows_of(epoch_order.epoch_batches((rows,), 4, 3)(epoch))
             for epoch in (0, 1, 0)
         ]
         for order in epochs:
             self.assertAllEqual(np.sort(order), rows)
         self.assertAllEqual(epochs[0], epochs[2])
         self.assertNotAllEqual(epochs[0], epochs[1])
-        other_seed = rows_of(epoch_order.epoch_batches((rows,), 4, 4, 0))
+        other_seed = rows_of(epoch_order.epoch_batches((rows,), 4, 4)(0))
         self.assertNotAllEqual(epochs[0], other_seed)
 
     def test_batches_keep_rows_together_and_count_from_zero(self):
         rows = np.arange(10)
-        batches = list(epoch_order.epoch_batches((rows, -rows), 4, 0, 2))
+        batches = list(epoch_order.epoch_batches((rows, -rows), 4, 0)(2))
         self.assertEqual([int(index) for index, _ in batches], [0, 1, 2])
         self.assertEqual([len(batch[0]) for _, batch in batches], [4, 4, 2])
         for _, (first, second) in batches:

@@ -3,44 +3,35 @@ backup write, at start-up and at random moments, and run again with the
 same command after each kill, finishes and ends where an uninterrupted
 run ends: the same epochs, history, evaluation and weights."""
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from tests.examples.script_runs import (
+    ROOT,
+    environment,
+    load_run,
+    script_command,
+)
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _TIMEOUT = 300  # seconds, for one run of a script
 
 
 def command(script, model_dir, flags):
-    return [
-        sys.executable,
-        "-m",
-        f"examples.{script}",
-        *flags,
-        "--backup_steps=1",
-        "--figures=false",
-        f"--model_dir={model_dir}",
-    ]
-
-
-def environment():
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": _ROOT}
+    """The script's command with a backup after every step."""
+    return script_command(script, [*flags, "--backup_steps=1"], model_dir)
 
 
 def run_to_the_end(arguments):
     result = subprocess.run(
         arguments,
-        cwd=_ROOT,
+        cwd=ROOT,
         env=environment(),
         capture_output=True,
         text=True,
@@ -62,7 +53,7 @@ def kill_when(arguments, ready, extra_delay=0.0):
     Returns whether it was killed (not finished first)."""
     process = subprocess.Popen(
         arguments,
-        cwd=_ROOT,
+        cwd=ROOT,
         env=environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -85,13 +76,6 @@ def modified(path):
         return os.path.getmtime(path)
     except FileNotFoundError:
         return None
-
-
-def load_run(model_dir, model_file):
-    with open(os.path.join(model_dir, "results.json")) as file:
-        results = json.load(file)
-    model = keras.saving.load_model(os.path.join(model_dir, model_file))
-    return results, model.get_weights()
 
 
 class KillAndResumeTest(tf.test.TestCase):

@@ -8,19 +8,22 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from absl.testing import parameterized
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
+from tests.examples.script_runs import (
+    ROOT,
+    environment,
+    load_run,
+    script_command,
+)
 from tests.examples.test_train_heinsen import write_tiny_treebank
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _TIMEOUT = 600  # seconds, for one run of a script
 _CAPSNET = [
     "--dataset=procedural_shapes",
@@ -47,16 +50,7 @@ def free_ports(count):
 def run_script(script, flags, model_dir, workers=1):
     """Runs `examples.<script>` in `workers` processes (one: the default
     strategy; more: a local multi-worker cluster) and waits for them."""
-    arguments = [
-        sys.executable,
-        "-m",
-        f"examples.{script}",
-        *flags,
-        "--figures=false",
-        f"--model_dir={model_dir}",
-    ]
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    environment["PYTHONPATH"] = _ROOT
+    arguments = script_command(script, flags, model_dir)
     if workers == 1:
         configs = [None]
     else:
@@ -72,14 +66,11 @@ def run_script(script, flags, model_dir, workers=1):
         ]
     processes = []
     for config in configs:
-        worker_environment = dict(environment)
-        if config:
-            worker_environment["TF_CONFIG"] = config
         processes.append(
             subprocess.Popen(
                 arguments,
-                cwd=_ROOT,
-                env=worker_environment,
+                cwd=ROOT,
+                env=environment(**({"TF_CONFIG": config} if config else {})),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -89,16 +80,6 @@ def run_script(script, flags, model_dir, workers=1):
     for process, error in zip(processes, errors):
         if process.returncode != 0:
             raise AssertionError(error[-3000:])
-
-
-def load_run(model_dir, model_file):
-    with open(os.path.join(model_dir, "results.json")) as file:
-        results = json.load(file)
-    weights = None
-    if model_file:
-        path = os.path.join(model_dir, model_file)
-        weights = keras.saving.load_model(path).get_weights()
-    return results, weights
 
 
 class _MultiWorkerCase(tf.test.TestCase, parameterized.TestCase):

@@ -1,0 +1,45 @@
+"""Example scripts run as separate processes (`python -m examples.X`), as
+a user runs them: their command, environment and results."""
+
+import json
+import os
+import sys
+
+import keras
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+
+
+def script_command(script, flags, model_dir):
+    """The command line of `examples.<script>` with `flags`, writing no
+    figures, into `model_dir`."""
+    return [
+        sys.executable,
+        "-m",
+        f"examples.{script}",
+        *flags,
+        "--figures=false",
+        f"--model_dir={model_dir}",
+    ]
+
+
+def environment(**variables):
+    """This process's environment, with TensorFlow quiet, the repository
+    importable and `variables` added."""
+    return {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONPATH": ROOT,
+        **variables,
+    }
+
+
+def load_run(model_dir, model_file=None):
+    """`(results.json, weights of model_file or None)` of a finished run."""
+    with open(os.path.join(model_dir, "results.json")) as file:
+        results = json.load(file)
+    weights = None
+    if model_file:
+        path = os.path.join(model_dir, model_file)
+        weights = keras.saving.load_model(path).get_weights()
+    return results, weights
