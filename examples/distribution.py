@@ -30,6 +30,17 @@ def make_strategy(name):
     )
 
 
+def needs_static_shapes(strategy):
+    """Whether `strategy` runs on TPUs, which compile one program per
+    input shape: training batches must then all have one static shape
+    (`drop_remainder`). (Evaluation batches need not: `TPUStrategy` pads
+    a last partial batch itself.)"""
+    return isinstance(
+        strategy,
+        (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy),
+    )
+
+
 def work_around_multi_worker_fit(model):
     """Lets `model.fit` run under `MultiWorkerMirroredStrategy`.
 

@@ -66,13 +66,19 @@ def main(argv):
     )
     model = generative_training.build_model(train.shape[1:])
     start = time.time()
-    history = model.fit(
-        generative_training.training_images(train),
-        epochs=runs.EPOCHS.value,
-        # Batches of 32, as its stored lines were measured.
-        validation_data=generative_training.test_images(test, 32),
-        verbose=2,
-    ).history
+    epoch_batches = generative_training.training_images(train)
+    history = {}
+    for epoch in range(runs.EPOCHS.value):
+        epoch_history = model.fit(
+            epoch_batches(epoch),
+            initial_epoch=epoch,
+            epochs=epoch + 1,
+            # Batches of 32, as its stored lines were measured.
+            validation_data=generative_training.test_images(test, 32),
+            verbose=2,
+        ).history
+        for key, values in epoch_history.items():
+            history.setdefault(key, []).extend(values)
     seconds = time.time() - start
 
     train_features, test_features = (

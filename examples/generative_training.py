@@ -13,7 +13,7 @@ from absl import flags
 
 from examples import runs
 from keras_capsules import models
-from keras_capsules.datasets import image_transforms
+from keras_capsules.datasets import epoch_order, image_transforms
 
 CANVAS_SIZE = flags.DEFINE_integer(
     "canvas_size", 40, "Images are centred on a square canvas this large."
@@ -118,22 +118,33 @@ def build_model(image_shape):
 
 
 def training_images(images):
-    """`images` as shuffled batches of `--batch_size` (the last partial
-    batch dropped: one batch shape, one XLA compilation), each image
-    shifted by up to `--max_shift` pixels (new order and shifts every
-    epoch)."""
-    dataset = tf.data.Dataset.from_tensor_slices(images).shuffle(
-        len(images), seed=runs.SEED.value, reshuffle_each_iteration=True
+    """`images` as shuffled batches of `--batch_size` as a function of
+    the epoch (for `runs.fit`; the last partial batch dropped: one batch
+    shape, one XLA compilation), each image shifted by up to
+    `--max_shift` pixels; order and shifts are drawn from `--seed` and
+    the epoch's number (`datasets.epoch_order`)."""
+    seed = runs.SEED.value
+    shuffled = epoch_order.epoch_batches(
+        (images,), runs.BATCH_SIZE.value, seed, drop_remainder=True
     )
-    dataset = dataset.batch(runs.BATCH_SIZE.value, drop_remainder=True)
-    if MAX_SHIFT.value:
-        canvas = images.shape[1]
-        dataset = dataset.map(
-            lambda batch: image_transforms.random_translate(
-                batch, canvas, MAX_SHIFT.value
+    canvas = images.shape[1]
+
+    def of_epoch(epoch):
+        def prepare(index, batch):
+            (batch,) = batch
+            if not MAX_SHIFT.value:
+                return batch
+            return image_transforms.random_translate(
+                batch,
+                canvas,
+                MAX_SHIFT.value,
+                epoch_order.batch_seed(seed, epoch, index),
             )
-        )
-    return dataset.prefetch(tf.data.AUTOTUNE)
+
+        data = shuffled(epoch).map(prepare, tf.data.AUTOTUNE)
+        return data.prefetch(tf.data.AUTOTUNE)
+
+    return of_epoch
 
 
 def test_images(images, batch_size=500):

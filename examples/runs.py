@@ -186,6 +186,12 @@ def set_up(**defaults):
     return strategy
 
 
+def static_batches():
+    """Whether the training batches must all have one static shape (the
+    `tpu` strategy): scripts then build them with `drop_remainder`."""
+    return distribution.needs_static_shapes(_STRATEGY[0])
+
+
 def use_xla():
     """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only);
     False for CPU workers of a multi-worker run (`fitting.use_xla`)."""
@@ -283,9 +289,16 @@ def fit(
     the epoch number that returns that epoch's batches in an order drawn
     from the epoch alone (`callbacks.ResumableBackup.fit`): a killed run
     then resumes with the batches the uninterrupted run would have seen.
+    Under `static_batches()` every batch must hold `--batch_size`
+    examples (build them with `drop_remainder`): their batch size is set
+    static here, and a smaller batch stops the run with an error.
     """
     distribution.work_around_multi_worker_fit(model)
     epoch_batches = train if callable(train) else lambda epoch: train
+    if static_batches():
+        epoch_batches = datasets.epoch_order.with_static_batch_size(
+            epoch_batches, BATCH_SIZE.value
+        )
     backup = fitting.make_backup(
         _BACKUP_DIR[0] or os.path.join(MODEL_DIR.value, "backup"),
         BACKUP_STEPS.value,
@@ -323,9 +336,12 @@ def epoch_batches(arrays, batch_size, seed):
     for `fit`: each epoch in an order drawn from `seed` and its number
     (`datasets.epoch_order`), so that a killed run resumes with the
     batches it would have seen and every worker of a multi-worker run
-    sees the same."""
+    sees the same; without a last partial batch under
+    `static_batches()`."""
 
-    shuffled = datasets.epoch_order.epoch_batches(arrays, batch_size, seed)
+    shuffled = datasets.epoch_order.epoch_batches(
+        arrays, batch_size, seed, static_batches()
+    )
 
     def of_epoch(epoch):
         return (

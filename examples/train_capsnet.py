@@ -138,7 +138,12 @@ def main(argv):
     # Each epoch's order and shifts come from the seed and the epoch: a
     # killed run resumes with the batches it would have seen.
     train = datasets.load_experiment_epochs(
-        name, batch_size, _SHIFT_PIXELS.value, runs.TRAIN_SIZE.value, seed
+        name,
+        batch_size,
+        _SHIFT_PIXELS.value,
+        runs.TRAIN_SIZE.value,
+        seed,
+        drop_remainder=runs.static_batches(),
     )
     tests = {
         split: datasets.load_experiment(

@@ -107,7 +107,12 @@ def main(argv):
     # Each epoch's order and crops come from the seed and the epoch: a
     # killed run resumes with the batches it would have seen.
     train = datasets.load_heinsen_image_epochs(
-        name, batch_size, runs.TRAIN_SIZE.value, seed, _PAD_PIXELS.value
+        name,
+        batch_size,
+        runs.TRAIN_SIZE.value,
+        seed,
+        _PAD_PIXELS.value,
+        drop_remainder=runs.static_batches(),
     )
     tests = {
         split: datasets.load_heinsen_images(

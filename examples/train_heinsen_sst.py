@@ -117,6 +117,7 @@ def main(argv):
         batch_size,
         shuffle=True,
         seed=seed,
+        static_shapes=runs.static_batches(),
     )
     tests = {
         split: datasets.sst_dataset(
@@ -127,7 +128,11 @@ def main(argv):
         ).cache()
         for split, source in (("test", "test"), ("validation", "validation"))
     }
-    steps_per_epoch = -(-len(train_labels) // batch_size)
+    steps_per_epoch = (
+        len(train_labels) // batch_size
+        if runs.static_batches()
+        else -(-len(train_labels) // batch_size)
+    )
     with strategy.scope():
         embedder, embedding_dim, depths = build_embedder(vocabulary)
         classifier = models.heinsen_sequence(

@@ -188,6 +188,18 @@ class StopAtError(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def load_train_epochs():
+    """The training batches as a function of the epoch (resumable)."""
+    return datasets.load_matrix_capsule_epochs(
+        runs.DATASET.value,
+        runs.BATCH_SIZE.value,
+        _VIEWPOINTS.value,
+        runs.TRAIN_SIZE.value,
+        runs.SEED.value,
+        drop_remainder=runs.static_batches(),
+    )
+
+
 def load(split, full_images=False):
     return datasets.load_matrix_capsule_data(
         runs.DATASET.value,
@@ -220,7 +232,8 @@ def multi_crop_accuracy(model):
 
 
 def train_cnn_baseline(image_shape, num_classes, train, tests):
-    """The paper's CNN baseline; returns its weights and evaluation."""
+    """The paper's CNN baseline, trained on the batches of `train(epoch)`
+    for each epoch; returns its weights and evaluation."""
     cnn = models.viewpoint_cnn(num_classes, image_shape)
     cnn.compile(
         optimizer=keras.optimizers.Adam(1e-3),
@@ -228,7 +241,8 @@ def train_cnn_baseline(image_shape, num_classes, train, tests):
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=runs.use_xla(),
     )
-    cnn.fit(train, epochs=_BASELINE_EPOCHS.value, verbose=2)
+    for epoch in range(_BASELINE_EPOCHS.value):
+        cnn.fit(train(epoch), initial_epoch=epoch, epochs=epoch + 1, verbose=2)
     return {
         "parameters": cnn.count_params(),
         "evaluation": runs.evaluate(cnn, tests),
@@ -277,11 +291,9 @@ def main(argv):
     strategy = runs.set_up(**DEFAULTS)
     dataset = runs.dataset(experiments.DATASETS)
     image_shape, num_classes = experiments.dataset_info(dataset)
-    train = load("train")
+    train = load_train_epochs()
     tests = {split: load(split).cache() for split in test_splits()}
-    steps_per_epoch = int(train.cardinality())
-    if steps_per_epoch < 0:  # smallNORB filters: count once
-        steps_per_epoch = sum(1 for _ in train)
+    steps_per_epoch = int(train(0).cardinality())
     extra = {"recipe_settings": recipe_settings()}
     extra_callbacks = []
     if _CNN_BASELINE.value:

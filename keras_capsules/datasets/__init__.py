@@ -14,6 +14,7 @@ from keras_capsules.datasets.heinsen_experiments import (
 )
 from keras_capsules.datasets.matrix_capsule_experiments import (
     load_matrix_capsule_data,
+    load_matrix_capsule_epochs,
 )
 from keras_capsules.datasets.procedural_shapes import (
     SHAPE_NAMES,
@@ -47,6 +48,7 @@ __all__ = [
     "load_heinsen_images",
     "load_image_dataset",
     "load_matrix_capsule_data",
+    "load_matrix_capsule_epochs",
     "load_procedural_shapes",
     "load_sst",
     "pad_and_crop",

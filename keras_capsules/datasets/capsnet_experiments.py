@@ -117,14 +117,20 @@ def load_experiment(name, split, batch_size, shift_pixels=0, size=None, seed=0):
     return data.prefetch(tf.data.AUTOTUNE)
 
 
-def load_experiment_epochs(name, batch_size, shift_pixels=0, size=None, seed=0):
+def load_experiment_epochs(
+    name, batch_size, shift_pixels=0, size=None, seed=0, drop_remainder=False
+):
     """Returns the training data of an experiment as a function of the
     epoch: `epoch_batches(epoch)` gives the `(images, labels)` batches of
     that epoch, in an order and with transforms drawn from `(seed,
     epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
-    arguments are `load_experiment`'s."""
+    arguments are `load_experiment`'s; `drop_remainder` leaves out a last
+    partial batch (`datasets.epoch_order.epoch_batches`)."""
     shuffled = epoch_order.epoch_batches(
-        load_experiment_arrays(name, "train", size, seed), batch_size, seed
+        load_experiment_arrays(name, "train", size, seed),
+        batch_size,
+        seed,
+        drop_remainder,
     )
 
     def epoch_batches(epoch):

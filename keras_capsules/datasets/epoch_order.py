@@ -11,15 +11,18 @@ def _seed(seed, epoch):
     return tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64)])
 
 
-def epoch_batches(arrays, batch_size, seed):
+def epoch_batches(arrays, batch_size, seed, drop_remainder=False):
     """Returns the batches of the rows of `arrays` as a function of the
     epoch: `of_epoch(epoch)` gives them in an order drawn from `(seed,
     epoch)` alone. The arrays become tensors once, not once per call.
 
     Args:
         arrays: a tuple of arrays (or tensors) with as many rows each.
-        batch_size: int, rows per batch (the last batch may be smaller).
+        batch_size: int, rows per batch.
         seed: int, the run's seed.
+        drop_remainder: bool, leave out the last batch if it is smaller
+            than `batch_size` (every batch then has the static shape a
+            TPU or a single XLA compilation needs).
 
     Returns:
         `of_epoch(epoch)`, for an int64 scalar tensor (or int) `epoch`: a
@@ -32,11 +35,37 @@ def epoch_batches(arrays, batch_size, seed):
     def of_epoch(epoch):
         keys = tf.random.stateless_uniform([count], _seed(seed, epoch))
         rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
-        batches = rows.batch(batch_size).map(
+        batches = rows.batch(batch_size, drop_remainder).map(
             lambda rows: tuple(tf.gather(array, rows) for array in arrays),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         return batches.enumerate()
+
+    return of_epoch
+
+
+def with_static_batch_size(epoch_batches, batch_size):
+    """`epoch_batches` (a function of the epoch that returns a dataset of
+    batches) whose every tensor has the static leading size
+    `batch_size`, as a TPU needs; a batch of another size (a last partial
+    batch: build the batches with `drop_remainder`) is an error when it
+    is read."""
+
+    def static(tensor):
+        rest = [None] * (tensor.shape.rank - 1)
+        return tf.ensure_shape(tensor, [batch_size, *rest])
+
+    def of_epoch(epoch):
+        data = epoch_batches(epoch)
+        # `map` passes a tuple's parts as separate arguments.
+        is_tuple = isinstance(data.element_spec, tuple)
+
+        def set_static(*batch):
+            return tf.nest.map_structure(
+                static, batch if is_tuple else batch[0]
+            )
+
+        return data.map(set_static)
 
     return of_epoch
 

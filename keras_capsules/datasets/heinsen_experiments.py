@@ -75,7 +75,13 @@ def _smallnorb(split, size):
 
 
 def load_heinsen_images(
-    name, split, batch_size, size=None, seed=0, pad_pixels=None
+    name,
+    split,
+    batch_size,
+    size=None,
+    seed=0,
+    pad_pixels=None,
+    drop_remainder=False,
 ):
     """Returns a `tf.data.Dataset` of `(images, one-hot labels)` batches.
 
@@ -87,6 +93,7 @@ def load_heinsen_images(
         seed: int, seed of the shuffling.
         pad_pixels: int, pad-and-crop of training images; None for the
             dataset's default (16 for smallNORB, 0 otherwise).
+        drop_remainder: bool, leave out a last partial batch.
     """
     _, num_classes, _, default_pad = dataset_info(name)
     pad_pixels = default_pad if pad_pixels is None else pad_pixels
@@ -100,7 +107,7 @@ def load_heinsen_images(
         data = data.shuffle(
             size or 50_000, seed=seed, reshuffle_each_iteration=True
         )
-    data = data.batch(batch_size)
+    data = data.batch(batch_size, drop_remainder)
 
     def prepare(images, labels):
         if training and pad_pixels:
@@ -112,7 +119,7 @@ def load_heinsen_images(
 
 
 def load_heinsen_image_epochs(
-    name, batch_size, size=None, seed=0, pad_pixels=None
+    name, batch_size, size=None, seed=0, pad_pixels=None, drop_remainder=False
 ):
     """Returns the training data as a function of the epoch:
     `epoch_batches(epoch)` gives the `(images, one-hot labels)` batches of
@@ -122,12 +129,17 @@ def load_heinsen_image_epochs(
     order a restarted run does not repeat. The arguments are
     `load_heinsen_images`'."""
     if name == "smallnorb":
-        data = load_heinsen_images(name, "train", batch_size, size, seed)
+        data = load_heinsen_images(
+            name, "train", batch_size, size, seed, pad_pixels, drop_remainder
+        )
         return lambda epoch: data
     _, num_classes, _, default_pad = dataset_info(name)
     pad_pixels = default_pad if pad_pixels is None else pad_pixels
     shuffled = epoch_order.epoch_batches(
-        load_experiment_arrays(name, "train", size, seed), batch_size, seed
+        load_experiment_arrays(name, "train", size, seed),
+        batch_size,
+        seed,
+        drop_remainder,
     )
 
     def epoch_batches(epoch):

@@ -19,9 +19,11 @@ lowest, novel the 6 highest); `procedural_shapes` by rotation (train on
 prepared in `TFDS_DATA_DIR` on machines without downloads.
 """
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_capsules.datasets import epoch_order
 from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
 from keras_capsules.datasets.procedural_shapes import SHAPE_NAMES
 
@@ -62,11 +64,35 @@ def standardize_smallnorb(features):
 
 def random_crop_and_jitter(image, label, seed=None):
     """Training preparation: a random 32x32 crop, random brightness and
-    contrast."""
-    image = tf.image.random_crop(image, (_CROP, _CROP, 1), seed=seed)
-    image = tf.image.random_brightness(image, _MAX_BRIGHTNESS, seed=seed)
-    image = tf.image.random_contrast(image, *_CONTRAST_RANGE, seed=seed)
+    contrast, drawn from the stateless `seed` `(2,)` (None: a new seed on
+    every call)."""
+    if seed is None:
+        seed = tf.random.uniform((2,), 0, 2**30, tf.int32)
+    crop_seed, brightness_seed, contrast_seed = (
+        tf.random.experimental.stateless_fold_in(seed, k) for k in range(3)
+    )
+    image = tf.image.stateless_random_crop(image, (_CROP, _CROP, 1), crop_seed)
+    image = tf.image.stateless_random_brightness(
+        image, _MAX_BRIGHTNESS, brightness_seed
+    )
+    image = tf.image.stateless_random_contrast(
+        image, *_CONTRAST_RANGE, contrast_seed
+    )
     return image, label
+
+
+def random_crops_and_jitter(images, labels, seed):
+    """`random_crop_and_jitter` of every image of a batch, each with its
+    own seed drawn from the batch's `seed` `(2,)`."""
+    seeds = tf.random.stateless_uniform(
+        (tf.shape(images)[0], 2), seed, 0, 2**30, tf.int32
+    )
+    crops = tf.map_fn(
+        lambda args: random_crop_and_jitter(args[0], None, args[1])[0],
+        (images, seeds),
+        fn_output_signature=tf.TensorSpec((_CROP, _CROP, 1), images.dtype),
+    )
+    return crops, labels
 
 
 def centre_crop(image, label):
@@ -116,30 +142,7 @@ def _smallnorb(split, viewpoints, size):
     return data.map(standardize_smallnorb, tf.data.AUTOTUNE)
 
 
-def load_matrix_capsule_data(
-    name,
-    split,
-    batch_size,
-    viewpoints="none",
-    size=None,
-    seed=0,
-    full_images=False,
-):
-    """Returns a `tf.data.Dataset` of `(images, class ids)` batches.
-
-    Args:
-        name: one of `DATASETS`.
-        split: `"train"`, `"test"`, or with a viewpoint split (and for
-            `procedural_shapes`) `"test_novel"`.
-        batch_size: int.
-        viewpoints: one of `VIEWPOINT_SPLITS`: `"azimuth"`, `"elevation"`
-            (smallNORB) or `"rotation"` (procedural shapes; its splits are
-            always by rotation).
-        size: optional int, keep only the first examples.
-        seed: int, shuffling and augmentation seed.
-        full_images: bool, smallNORB test images at 48x48 (for
-            `test_crops`) instead of their centre crop.
-    """
+def _check_names(name, viewpoints):
     if viewpoints not in VIEWPOINT_SPLITS:
         raise ValueError(
             f"Unknown viewpoint split {viewpoints!r}. Expected one of "
@@ -155,6 +158,36 @@ def load_matrix_capsule_data(
             f"{name!r} has no {viewpoints!r} viewpoint split. Expected one "
             f"of {('none',) + allowed}."
         )
+
+
+def load_matrix_capsule_data(
+    name,
+    split,
+    batch_size,
+    viewpoints="none",
+    size=None,
+    seed=0,
+    full_images=False,
+):
+    """Returns a `tf.data.Dataset` of `(images, class ids)` batches.
+    Training batches (`split="train"`) are shuffled and augmented anew on
+    every pass; `load_matrix_capsule_epochs` gives training batches whose
+    every epoch is a function of its number.
+
+    Args:
+        name: one of `DATASETS`.
+        split: `"train"`, `"test"`, or with a viewpoint split (and for
+            `procedural_shapes`) `"test_novel"`.
+        batch_size: int.
+        viewpoints: one of `VIEWPOINT_SPLITS`: `"azimuth"`, `"elevation"`
+            (smallNORB) or `"rotation"` (procedural shapes; its splits are
+            always by rotation).
+        size: optional int, keep only the first examples.
+        seed: int, shuffling and augmentation seed.
+        full_images: bool, smallNORB test images at 48x48 (for
+            `test_crops`) instead of their centre crop.
+    """
+    _check_names(name, viewpoints)
     training = split == "train"
     if name == "smallnorb":
         data = _smallnorb(split, viewpoints, size)
@@ -170,3 +203,48 @@ def load_matrix_capsule_data(
         if training:
             data = data.shuffle(60_000, seed=seed)
     return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _training_arrays(name, viewpoints, size, seed):
+    """`(images, class ids)` of the training split (smallNORB's
+    standardised 48x48 images)."""
+    if name != "smallnorb":
+        return load_experiment_arrays(name, "train", size, seed)
+    images, labels = [], []
+    for image_batch, label_batch in tfds.as_numpy(
+        _smallnorb("train", viewpoints, size).batch(4096)
+    ):
+        images.append(image_batch)
+        labels.append(label_batch)
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def load_matrix_capsule_epochs(
+    name, batch_size, viewpoints="none", size=None, seed=0, drop_remainder=False
+):
+    """Returns the training data as a function of the epoch:
+    `epoch_batches(epoch)` gives that epoch's `(images, class ids)`
+    batches in an order, and with smallNORB crops and jitter, drawn from
+    `(seed, epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
+    arguments are `load_matrix_capsule_data`'s, and `drop_remainder`
+    leaves out a last partial batch; the training images are held in
+    memory (smallNORB's 24,300 at 48x48: 224 MB)."""
+    _check_names(name, viewpoints)
+    shuffled = epoch_order.epoch_batches(
+        _training_arrays(name, viewpoints, size, seed),
+        batch_size,
+        seed,
+        drop_remainder,
+    )
+
+    def epoch_batches(epoch):
+        def prepare(index, batch):
+            if name != "smallnorb":
+                return batch
+            batch_seed = epoch_order.batch_seed(seed, epoch, index)
+            return random_crops_and_jitter(*batch, batch_seed)
+
+        data = shuffled(epoch).map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+        return data.prefetch(tf.data.AUTOTUNE)
+
+    return epoch_batches

@@ -162,9 +162,12 @@ def sst_dataset(
     batch_size,
     shuffle=False,
     seed=0,
+    static_shapes=False,
 ):
     """A `tf.data.Dataset` of `(token ids (batch, n), one-hot labels)`,
-    each batch padded to its longest sentence."""
+    each batch padded to its longest sentence; with `static_shapes`
+    (TPUs), every batch padded to the longest sentence of all and a last
+    partial batch left out, so that every batch has one static shape."""
     ids = [
         vocabulary.encode([sentence])[0] if sentence else np.zeros(1, np.int32)
         for sentence in sentences
@@ -178,8 +181,12 @@ def sst_dataset(
     )
     if shuffle:
         data = data.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
+    longest = max(len(sentence_ids) for sentence_ids in ids)
     data = data.padded_batch(
-        batch_size, padding_values=(PADDING_ID, tf.constant(0, tf.int64))
+        batch_size,
+        padded_shapes=((longest,) if static_shapes else (None,), ()),
+        padding_values=(PADDING_ID, tf.constant(0, tf.int64)),
+        drop_remainder=static_shapes,
     )
     data = data.map(
         lambda x, y: (x, tf.one_hot(y, num_classes)),

@@ -38,8 +38,18 @@ class CapsulePosterior:
     def presence_key(self):
         return presence_lib.presence_key(self.temperature)
 
-    def sample(self, seed):
-        """A reparameterised draw, as an event dict of the layer."""
+    def sample(self, seed, rows=None):
+        """A reparameterised draw, as an event dict of the layer.
+
+        `rows`: optional `(offset, total)`: these parameters are rows
+        `offset` to `offset + batch` of a batch of `total` (a replica's
+        share, `recipes.gradient_step.replica_rows`); the noise is then
+        drawn for all `total` rows and this share's rows kept, so that
+        replicas together draw what one process draws for the whole
+        batch.
+        """
+        if rows is not None:
+            return self._sample_rows(seed, *rows)
         presence_seed, pose_seed = tfp.random.split_seed(seed, 2)
         presence = presence_lib.sample_presences(
             self.presence_logits, self.temperature, presence_seed
@@ -51,6 +61,28 @@ class CapsulePosterior:
             )
             poses = poses + self.pose_scales * noise
         return {self.presence_key: presence, "pose": poses}
+
+    def _sample_rows(self, seed, offset, total):
+        batch = tf.shape(self.presence_logits)[0]
+
+        def placed(tensor):
+            if tensor is None:
+                return None
+            padding = [[offset, total - offset - batch]] + [[0, 0]] * (
+                len(tensor.shape) - 1
+            )
+            return tf.pad(tensor, padding)
+
+        whole_batch = CapsulePosterior(
+            placed(self.presence_logits),
+            placed(self.pose_means),
+            placed(self.pose_scales),
+            self.temperature,
+        )
+        return tf.nest.map_structure(
+            lambda draw: draw[offset : offset + batch],
+            whole_batch.sample(seed),
+        )
 
     def mode(self):
         """Presences at their most probable value, poses at their means."""

@@ -11,6 +11,7 @@ def capsule_elbo(
     top_posterior_fn,
     seed,
     stop_gradient_between_layers=False,
+    rows=None,
 ):
     """A one-sample estimate of eq. 8, layer by layer (supplementary A).
 
@@ -42,6 +43,10 @@ def capsule_elbo(
             encoder then learns from the reconstruction and its own
             entropy only, and the top layer models what it finds. The
             value of the bound is unchanged.
+        rows: optional `(offset, total)` of these images in a larger batch
+            (a replica's share): the draws are those of rows `offset` to
+            `offset + batch` of a draw for all `total` rows
+            (`CapsulePosterior.sample`).
 
     Returns:
         Dict of `(batch,)` tensors: `elbo`, `reconstruction`,
@@ -50,12 +55,12 @@ def capsule_elbo(
         layer's `top_posterior`.
     """
     template_seed, top_seed = tfp.random.split_seed(seed, 2)
-    templates = template_posterior.sample(template_seed)
+    templates = template_posterior.sample(template_seed, rows)
     parent_view = templates
     if stop_gradient_between_layers:
         parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
     top_posterior = top_posterior_fn(parent_view)
-    top = top_posterior.sample(top_seed)
+    top = top_posterior.sample(top_seed, rows)
     reconstruction = model.image_likelihood(templates).log_prob(images)
     template_kl = template_posterior.log_prob(
         templates

@@ -215,7 +215,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
 
     def elbo_terms(self, images, seed=None, training=False):
         """One-sample estimate of the bound and its terms, `(batch,)` each
-        (see `distributions.capsule_elbo`)."""
+        (see `distributions.capsule_elbo`). Under a strategy with several
+        replicas, each draws its rows of the noise of the global batch,
+        so that the replicas draw what one process draws."""
         if seed is None:
             seed = keras.random.randint(
                 (2,), 0, 2**30, seed=self.seed_generator, dtype="int32"
@@ -227,6 +229,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             lambda templates: self.top_posterior(templates, training),
             seed,
             stop_gradient_between_layers=self.stop_gradient_between_layers,
+            rows=gradient_step.replica_rows(tf.shape(images)[0]),
         )
 
     def top_kl_weight(self):

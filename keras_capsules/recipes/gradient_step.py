@@ -1,5 +1,6 @@
 """The update every custom `train_step` makes, in one place: loss scaling
-under `mixed_float16`, the replicas' shares, and the public loss metric."""
+under `mixed_float16`, the replicas' shares (of the loss and of the
+global batch), and the public loss metric."""
 
 import tensorflow as tf
 from keras import ops
@@ -13,6 +14,28 @@ def replica_share(loss):
     """
     replicas = tf.distribute.get_replica_context().num_replicas_in_sync
     return loss / ops.cast(replicas, loss.dtype)
+
+
+def replica_rows(local_batch_size):
+    """Where this replica's examples lie in the global batch: `(offset,
+    total)`, int32 scalars, or None with one replica in sync.
+
+    A `tf.distribute` strategy splits each global batch into consecutive
+    per-replica slices, in the order of `replica_id_in_sync_group`; a
+    step that draws noise for the global batch and keeps rows `offset` to
+    `offset + local_batch_size` draws what one process training on the
+    global batch draws (`distributions.CapsulePosterior.sample`).
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None
+    size = tf.reshape(tf.cast(local_batch_size, tf.int32), (1,))
+    sizes = context.all_gather(size, axis=0)
+    before = tf.range(context.num_replicas_in_sync) < tf.cast(
+        context.replica_id_in_sync_group, tf.int32
+    )
+    offset = tf.reduce_sum(tf.where(before, sizes, 0))
+    return offset, tf.reduce_sum(sizes)
 
 
 def minimize(model, tape, loss):

@@ -38,6 +38,15 @@ class EpochBatchesTest(tf.test.TestCase):
         for _, (first, second) in batches:
             self.assertAllEqual(second, -first)
 
+    def test_drop_remainder_gives_full_batches_of_static_shape(self):
+        rows = np.arange(10)
+        data = epoch_order.epoch_batches((rows,), 4, 0, drop_remainder=True)(1)
+        self.assertEqual(data.element_spec[1][0].shape, (4,))
+        batches = [batch[0] for _, batch in data]
+        self.assertEqual([len(batch) for batch in batches], [4, 4])
+        kept = rows_of(epoch_order.epoch_batches((rows,), 4, 0)(1))[:8]
+        self.assertAllEqual(np.concatenate(batches), kept)
+
     def test_batch_seeds_differ_by_epoch_and_index(self):
         seeds = {
             tuple(epoch_order.batch_seed(0, epoch, index).numpy())
@@ -72,6 +81,19 @@ class ExperimentEpochsTest(tf.test.TestCase):
         for batch, same in zip(first, again):
             self.assertAllEqual(batch[0], same[0])
         self.assertEqual(first[0][1].shape, (16, 10))
+
+    def test_matrix_capsule_epochs_repeat_their_order(self):
+        epoch_batches = datasets.load_matrix_capsule_epochs(
+            "procedural_shapes", 16, size=40, seed=1
+        )
+        first, again, second = (
+            arrays_of(epoch_batches(epoch)) for epoch in (0, 0, 1)
+        )
+        self.assertEqual([len(batch[1]) for batch in first], [16, 16, 8])
+        for batch, same in zip(first, again):
+            self.assertAllEqual(batch[0], same[0])
+            self.assertAllEqual(batch[1], same[1])
+        self.assertNotAllEqual(first[0][1], second[0][1])
 
 
 if __name__ == "__main__":
