@@ -104,20 +104,7 @@ def _step_function(name, batch, mode):
     factory, grid, types = _LAYERS[name]
     layer = factory()
     inputs = _inputs(batch, grid, types)
-    layer(tf.nest.map_structure(lambda x: x[:1], inputs))
-
-    def step():
-        with tf.GradientTape() as tape:
-            tape.watch(inputs)
-            outputs = tf.nest.flatten(layer(inputs))
-            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
-        return tape.gradient(
-            loss, [*tf.nest.flatten(inputs), *layer.trainable_weights]
-        )
-
-    if mode == "xla":
-        step = tf.function(step, jit_compile=True)
-    return layer, lambda: [g.numpy() for g in step()]
+    return layer, measure.forward_backward_step(layer, inputs, mode)
 
 
 def run_case(case):

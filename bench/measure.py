@@ -12,10 +12,11 @@ import numpy as np
 import tensorflow as tf
 
 
-def best_seconds(run, repeats):
-    """Runs once to trace and compile, then returns the best of `repeats`
-    timings of `run()`."""
-    run()
+def best_seconds(run, repeats, warm_up=True):
+    """Runs once to trace and compile (unless `warm_up` is False), then
+    returns the best of `repeats` timings of `run()`."""
+    if warm_up:
+        run()
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
@@ -27,10 +28,13 @@ def best_seconds(run, repeats):
 def time_step(step, batch_size, repeats):
     """The timing fields of one measurement: `batch_size`,
     `seconds_per_step` (best of `repeats` after a compiling run),
-    `examples_per_second`, `peak_memory_mb` (the peak less the memory just
-    before the work) and `device`."""
-    before = peak_memory_mb()
-    seconds = best_seconds(step, repeats)
+    `examples_per_second`, `peak_memory_mb` (the peak during the timed
+    steps, less the memory in use just before them: what a step needs
+    beyond its inputs and weights) and `device`."""
+    step()  # Traces and compiles.
+    before = memory_in_use_mb()
+    reset_peak_memory()
+    seconds = best_seconds(step, repeats, warm_up=False)
     return {
         "batch_size": batch_size,
         "seconds_per_step": round(seconds, 5),
@@ -40,12 +44,44 @@ def time_step(step, batch_size, repeats):
     }
 
 
+def _allocator_device():
+    return "GPU:0" if tf.config.list_physical_devices("GPU") else "CPU:0"
+
+
+def _allocator_info():
+    """TensorFlow's allocator statistics of the device (bytes `current`
+    and `peak`), or None where it keeps none."""
+    try:
+        return tf.config.experimental.get_memory_info(_allocator_device())
+    except (ValueError, tf.errors.OpError):
+        return None
+
+
+def memory_in_use_mb():
+    """The memory TensorFlow's allocator holds now on the device (GPU, or
+    CPU), in MB; the process's peak resident set where it keeps no
+    statistics."""
+    info = _allocator_info()
+    if info is None:
+        return peak_memory_mb()
+    return info["current"] / 2**20
+
+
+def reset_peak_memory():
+    """Starts the peak that `peak_memory_mb` reports afresh."""
+    if _allocator_info() is not None:
+        tf.config.experimental.reset_memory_stats(_allocator_device())
+
+
 def peak_memory_mb():
-    """The GPU allocator's peak on a GPU, else the process's peak resident
-    set, in MB."""
-    if tf.config.list_physical_devices("GPU"):
-        return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """The peak of TensorFlow's allocator on the device since
+    `reset_peak_memory` (tensors of eager, graph and XLA execution alike),
+    in MB; where it keeps no statistics, the process's peak resident
+    set."""
+    info = _allocator_info()
+    if info is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return info["peak"] / 2**20
 
 
 def device_name():
@@ -57,18 +93,51 @@ def device_name():
     return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
 
 
+def run_case_in_subprocess(module, case, flags):
+    """Runs `python -m module --case=CASE *flags` in its own process, so
+    that its peak memory is its own; returns the JSON object of the last
+    line it printed, or `{"case", "error"}` with the end of its stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, f"--case={case}", *flags],
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in result.stdout.splitlines() if line]
+    if result.returncode or not lines:
+        return {"case": case, "error": result.stderr[-500:]}
+    return json.loads(lines[-1])
+
+
 def run_cases_in_subprocesses(module, cases, flags):
-    """Runs `python -m module --case=CASE *flags` for each case, each in its
-    own process so that its peak memory is its own, and prints the JSON
-    line it printed (or the case and the end of its stderr on failure)."""
+    """`run_case_in_subprocess` of each case; prints each result as one
+    JSON line."""
     for case in cases:
-        result = subprocess.run(
-            [sys.executable, "-m", module, f"--case={case}", *flags],
-            capture_output=True,
-            text=True,
+        print(
+            json.dumps(run_case_in_subprocess(module, case, flags)), flush=True
         )
-        lines = [line for line in result.stdout.splitlines() if line]
-        if result.returncode or not lines:
-            print(json.dumps({"case": case, "error": result.stderr[-500:]}))
-        else:
-            print(lines[-1], flush=True)
+
+
+def forward_backward_step(layer, inputs, mode):
+    """A no-argument function running one forward and backward pass of
+    `layer` on `inputs` (loss: the sum of the squares of every output;
+    gradients to the inputs and the weights), in `mode`: `"eager"`,
+    `"graph"` (`tf.function`) or `"xla"` (`tf.function(jit_compile=
+    True)`)."""
+    layer(tf.nest.map_structure(lambda x: x[:1], inputs))
+
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs = tf.nest.flatten(layer(inputs))
+            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
+        return tape.gradient(
+            loss, [*tf.nest.flatten(inputs), *layer.trainable_weights]
+        )
+
+    if mode not in ("eager", "graph", "xla"):
+        raise ValueError(
+            f"Unknown mode {mode!r}. Expected 'eager', 'graph' or 'xla'."
+        )
+    if mode != "eager":
+        step = tf.function(step, jit_compile=mode == "xla")
+    return lambda: [g.numpy() for g in step()]

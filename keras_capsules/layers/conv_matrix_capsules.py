@@ -7,7 +7,8 @@ from keras import ops
 from keras_capsules.layers import em_activation, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
-from keras_capsules.ops.conv_em_routing import conv_em_routing
+from keras_capsules.ops.capsule_votes import conv_capsule_votes
+from keras_capsules.ops.conv_em_routing import conv_em_routing_by_parent
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
 
@@ -176,10 +177,12 @@ class ConvMatrixCapsules(keras.layers.Layer):
         activations = self._pad(activations, 1)
         patches = self._pad(poses, 3)
         patches = extract_patches(patches, self.kernel_size, self.strides)
-        votes = ops.einsum("bpqyxtik,yxtckl->bpqyxtcil", patches, self.kernel)
+        # (batch, H', W', C, K, K, B, 4, 4): parent types first, the
+        # layout the routing sums in.
+        votes = conv_capsule_votes(patches, self.kernel)
         shape = ops.shape(votes)
         # Route in float32: float16 variances and log-densities lose range.
-        parent_activations, means, _ = conv_em_routing(
+        parent_activations, means, _ = conv_em_routing_by_parent(
             ops.cast(ops.reshape(votes, (*shape[:7], 16)), "float32"),
             ops.cast(activations, "float32"),
             ops.cast(self.beta_u, "float32"),

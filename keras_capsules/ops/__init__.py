@@ -4,8 +4,11 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
-from keras_capsules.ops.capsule_votes import capsule_votes
-from keras_capsules.ops.conv_em_routing import conv_em_routing
+from keras_capsules.ops.capsule_votes import capsule_votes, conv_capsule_votes
+from keras_capsules.ops.conv_em_routing import (
+    conv_em_routing,
+    conv_em_routing_by_parent,
+)
 from keras_capsules.ops.dynamic_routing import dynamic_routing
 from keras_capsules.ops.em_routing import em_routing, em_routing_trace
 from keras_capsules.ops.heinsen_routing import heinsen_routing
@@ -26,7 +29,9 @@ __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
     "capsule_votes",
+    "conv_capsule_votes",
     "conv_em_routing",
+    "conv_em_routing_by_parent",
     "dynamic_routing",
     "em_routing",
     "em_routing_trace",

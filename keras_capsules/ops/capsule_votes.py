@@ -81,3 +81,59 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
     if bias is not None:
         votes = votes + ops.cast(bias, votes.dtype)
     return votes
+
+
+def conv_capsule_votes(patches, kernel):
+    """Returns the votes of every child in each parent's receptive field,
+    parent types first: `V[b, y, x, c, ky, kx, t] = P[b, y, x, ky, kx, t]
+    W[ky, kx, t, c]` (Hinton et al. 2018, sec. 4; `P` from
+    `capsule_patches.extract_patches` of the child poses).
+
+    One `(b y x d_cov, d_in) @ (d_in, c d_out)` product per receptive-field
+    slot `(ky, kx, t)`, then one transpose to the parent-major layout that
+    `conv_em_routing_by_parent` routes in. (TensorFlow's einsum of the
+    same product transposes both operands and the result, and then the
+    router transposes the votes again.)
+
+    Args:
+        patches: `(batch, H', W', K, K, B, d_cov, d_in)` child poses.
+        kernel: `(K, K, B, C, d_in, d_out)`, cast to the patches' dtype.
+
+    Returns:
+        `(batch, H', W', C, K, K, B, d_cov, d_out)` votes.
+    """
+    patches = ops.convert_to_tensor(patches)
+    kernel = ops.cast(kernel, patches.dtype)
+    if (
+        len(patches.shape) != 8
+        or len(kernel.shape) != 6
+        or tuple(patches.shape[3:6]) != tuple(kernel.shape[:3])
+        or patches.shape[-1] != kernel.shape[-2]
+    ):
+        raise ValueError(
+            "`conv_capsule_votes` expects patches of shape (batch, H', W', "
+            "K, K, B, d_cov, d_in) and a kernel of shape (K, K, B, C, d_in, "
+            f"d_out). Received: patches {tuple(patches.shape)}, kernel "
+            f"{tuple(kernel.shape)}."
+        )
+    batch = ops.shape(patches)[0]
+    rows, columns, size, _, child_types, d_cov, d_in = patches.shape[1:]
+    types, d_out = kernel.shape[3], kernel.shape[5]
+    slots = size * size * child_types
+    by_slot = ops.reshape(
+        ops.transpose(
+            ops.reshape(patches, (-1, slots, d_cov, d_in)), (1, 0, 2, 3)
+        ),
+        (slots, -1, d_in),
+    )
+    kernel = ops.reshape(
+        ops.transpose(
+            ops.reshape(kernel, (slots, types, d_in, d_out)), (0, 2, 1, 3)
+        ),
+        (slots, d_in, types * d_out),
+    )
+    votes = ops.reshape(
+        ops.matmul(by_slot, kernel),
+        (size, size, child_types, batch, rows, columns, d_cov, types, d_out),
+    )
+    return ops.transpose(votes, (3, 4, 5, 7, 0, 1, 2, 6, 8))

@@ -16,28 +16,39 @@ from keras_capsules.ops.em_routing import (
     routing_inputs,
 )
 
+# The votes' layouts: `conv_em_routing`'s and `conv_em_routing_by_parent`'s.
+_CHILD_MAJOR = "(batch, H', W', K, K, B, C, h)"
+_PARENT_MAJOR = "(batch, H', W', C, K, K, B, h)"
 
-def _check(votes, activations, strides):
-    if len(votes.shape) != 8 or votes.shape[3] != votes.shape[4]:
+
+def _check(op_name, votes, activations, strides, layout):
+    kernel_axis = 3 if layout == _CHILD_MAJOR else 4
+    child_types = (
+        votes.shape[kernel_axis + 2] if len(votes.shape) == 8 else None
+    )
+    if (
+        len(votes.shape) != 8
+        or votes.shape[kernel_axis] != votes.shape[kernel_axis + 1]
+    ):
         raise ValueError(
-            "`conv_em_routing` expects votes of shape (batch, H', W', K, K, "
-            f"B, C, h). Received shape {tuple(votes.shape)}."
+            f"`{op_name}` expects votes of shape {layout}. Received shape "
+            f"{tuple(votes.shape)}."
         )
-    if len(activations.shape) != 4 or activations.shape[3] != votes.shape[5]:
+    if len(activations.shape) != 4 or activations.shape[3] != child_types:
         raise ValueError(
-            "`conv_em_routing` expects child activations of shape (batch, H, "
-            f"W, B) with B = {votes.shape[5]} as in the votes. Received shape "
+            f"`{op_name}` expects child activations of shape (batch, H, "
+            f"W, B) with B = {child_types} as in the votes. Received shape "
             f"{tuple(activations.shape)}."
         )
-    strides = positive_int("conv_em_routing", "strides", strides)
-    kernel_size = votes.shape[3]
+    strides = positive_int(op_name, "strides", strides)
+    kernel_size = votes.shape[kernel_axis]
     expected = tuple(
         output_size(size, kernel_size, strides)
         for size in activations.shape[1:3]
     )
     if tuple(votes.shape[1:3]) != expected:
         raise ValueError(
-            f"`conv_em_routing`: a {tuple(activations.shape[1:3])} child grid "
+            f"`{op_name}`: a {tuple(activations.shape[1:3])} child grid "
             f"with kernel {kernel_size} and strides {strides} has "
             f"{expected} parent positions, but the votes have "
             f"{tuple(votes.shape[1:3])}."
@@ -104,18 +115,93 @@ def conv_em_routing(
     """
     votes, output_dtype = routing_tensor("conv_em_routing", "votes", votes)
     activations = ops.convert_to_tensor(activations)
-    _check(votes, activations, strides)
-    options = ActivationCost(
-        activation_bias_gain,
-        cost_scale,
-        cost_per_mass,
-        standardize_costs,
-        variance_floor,
-        assignment_smoothing,
-    )
-    rows, columns, kernel_size, _, child_types, types, dim = votes.shape[1:]
-    activations, beta_u, beta_a, inverse_temperatures = routing_inputs(
+    _check("conv_em_routing", votes, activations, strides, _CHILD_MAJOR)
+    return _route_by_parent(
         "conv_em_routing",
+        ops.transpose(votes, (0, 1, 2, 6, 3, 4, 5, 7)),
+        output_dtype,
+        activations,
+        beta_u,
+        beta_a,
+        inverse_temperatures,
+        strides,
+        mask,
+        ActivationCost(
+            activation_bias_gain,
+            cost_scale,
+            cost_per_mass,
+            standardize_costs,
+            variance_floor,
+            assignment_smoothing,
+        ),
+    )
+
+
+def conv_em_routing_by_parent(
+    votes,
+    activations,
+    beta_u,
+    beta_a,
+    inverse_temperatures,
+    strides=1,
+    mask=None,
+    *,
+    activation_bias_gain=1.0,
+    cost_scale=1.0,
+    cost_per_mass=False,
+    standardize_costs=False,
+    variance_floor=VARIANCE_FLOOR,
+    assignment_smoothing=0.0,
+):
+    """`conv_em_routing` of votes laid out with the parent types before
+    the receptive field, `(batch, H', W', C, K, K, B, h)`, the layout it
+    routes in (`capsule_votes.conv_capsule_votes` makes them so): no
+    transpose of the votes. The arguments and results are otherwise
+    `conv_em_routing`'s."""
+    votes, output_dtype = routing_tensor(
+        "conv_em_routing_by_parent", "votes", votes
+    )
+    activations = ops.convert_to_tensor(activations)
+    _check(
+        "conv_em_routing_by_parent", votes, activations, strides, _PARENT_MAJOR
+    )
+    return _route_by_parent(
+        "conv_em_routing_by_parent",
+        votes,
+        output_dtype,
+        activations,
+        beta_u,
+        beta_a,
+        inverse_temperatures,
+        strides,
+        mask,
+        ActivationCost(
+            activation_bias_gain,
+            cost_scale,
+            cost_per_mass,
+            standardize_costs,
+            variance_floor,
+            assignment_smoothing,
+        ),
+    )
+
+
+def _route_by_parent(
+    op_name,
+    votes,
+    output_dtype,
+    activations,
+    beta_u,
+    beta_a,
+    inverse_temperatures,
+    strides,
+    mask,
+    options,
+):
+    """The routing of parent-major votes `(batch, H', W', C, K, K, B, h)`."""
+    rows, columns, types, kernel_size, _, child_types, dim = votes.shape[1:]
+    activations, beta_u, beta_a, inverse_temperatures = routing_inputs(
+        op_name,
         votes.dtype,
         activations,
         (votes.shape[0], *activations.shape[1:]),
@@ -154,10 +240,7 @@ def conv_em_routing(
     logits, means, variances = em_routing_on_patches(
         # Parent types before children: every routing sum over children is
         # then a batched product over contiguous axes.
-        ops.transpose(
-            ops.reshape(votes, (batch, rows * columns, slots, types, dim)),
-            (0, 1, 3, 2, 4),
-        ),
+        ops.reshape(votes, (batch, rows * columns, types, slots, dim)),
         ops.reshape(
             extract_patches(activations, kernel_size, strides),
             (batch, rows * columns, slots),

@@ -134,8 +134,10 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
         cost_options: an `ActivationCost`.
 
     Returns:
-        `(logits (batch, P, J), means, variances (batch, P, J, h))`, where
-        `a_j = logistic(logits)`.
+        `(logits (batch, P, J), means, variances (batch, P, J, h),
+        squared_deviations (batch, P, J, I, h))`, where `a_j =
+        logistic(logits)` and `squared_deviations` are `(V_ij - mu_j)^2`,
+        which the E-step that follows needs too.
     """
     total = ops.sum(weights, axis=-1)  # (b, P, J): sum_i R_ij
     shares = weights / nonzero(total)[..., None]
@@ -143,9 +145,8 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
     # Two passes, sum_i R_ij (V - mu)^2, not E[V^2] - mu^2: assignments
     # that settle on one tight cluster make the variance tiny, and the
     # moment form would cancel away every digit of it in float32.
-    variances = ops.einsum(
-        "bpji,bpjih->bpjh", shares, ops.square(votes - means[..., None, :])
-    )
+    squared_deviations = ops.square(votes - means[..., None, :])
+    variances = ops.einsum("bpji,bpjih->bpjh", shares, squared_deviations)
     variances = variances + cost_options.variance_floor
     # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
     cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
@@ -157,18 +158,17 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
     logits = inverse_temperature * (
         cost_options.activation_bias_gain * beta_a - cost
     )
-    return logits, means, variances
+    return logits, means, variances, squared_deviations
 
 
-def log_densities(votes, means, variances):
+def log_densities(squared_deviations, variances):
     """`log p_j` of every vote: `sum_h log N(V_ij^h; mu_j^h, sigma_j^h^2)`
-    (E-step line 2), `(batch, P, J, I)`."""
+    (E-step line 2), `(batch, P, J, I)`, from the votes' squared
+    deviations from the means, `(V_ij^h - mu_j^h)^2`."""
     squared_distances = ops.einsum(
-        "bpjih,bpjh->bpji",
-        ops.square(votes - means[..., None, :]),
-        1.0 / variances,
+        "bpjih,bpjh->bpji", squared_deviations, 1.0 / variances
     )
-    constant = ops.sum(ops.log(variances), axis=-1) + votes.shape[
+    constant = ops.sum(ops.log(variances), axis=-1) + squared_deviations.shape[
         -1
     ] * math.log(2.0 * math.pi)
     return -0.5 * (squared_distances + constant[..., None])
@@ -229,7 +229,7 @@ def em_routing_on_patches(
         weights = routing
         if iteration and smoothing:
             weights = (1.0 - smoothing) * routing + smoothing * uniform
-        logits, means, variances = m_step(
+        logits, means, variances, squared_deviations = m_step(
             votes,
             weights * activations[:, :, None],
             beta_u,
@@ -242,7 +242,7 @@ def em_routing_on_patches(
         if iteration + 1 < num_iterations:
             # E-step: R_ij = a_j p_j / sum_k a_k p_k, in the log domain.
             scores = ops.log_sigmoid(logits)[..., None] + log_densities(
-                votes, means, variances
+                squared_deviations, variances
             )
             routing = ops.exp(scores - log_normalizer(scores))
     return logits, means + offset, variances

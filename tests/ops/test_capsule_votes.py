@@ -90,5 +90,46 @@ class CapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
             )
 
 
+def conv_votes_reference(patches, kernel):
+    """`V[b, y, x, c, ky, kx, t] = P[b, y, x, ky, kx, t] @ W[ky, kx, t, c]`,
+    one product at a time."""
+    batch, rows, columns, size, _, types_in = patches.shape[:6]
+    types_out = kernel.shape[3]
+    votes = np.zeros(
+        (batch, rows, columns, types_out, size, size, types_in)
+        + (patches.shape[6], kernel.shape[5])
+    )
+    for b, y, x, c, ky, kx, t in np.ndindex(votes.shape[:7]):
+        votes[b, y, x, c, ky, kx, t] = (
+            patches[b, y, x, ky, kx, t] @ kernel[ky, kx, t, c]
+        )
+    return votes
+
+
+class ConvCapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("matrices_4x4", (2, 2, 3, 2, 2, 3, 4, 4), 5),
+        ("rectangular", (1, 3, 2, 3, 3, 2, 2, 3), 4),
+    )
+    def test_matches_one_product_at_a_time(self, patch_shape, types_out):
+        rng = np.random.default_rng(0)
+        patches = rng.normal(size=patch_shape)
+        size, _, types_in, _, d_in = patch_shape[3:]
+        kernel = rng.normal(size=(size, size, types_in, types_out, d_in, 2))
+        self.assertAllClose(
+            capsule_ops.conv_capsule_votes(patches, kernel),
+            conv_votes_reference(patches, kernel),
+            rtol=1e-12,
+            atol=1e-12,
+        )
+
+    def test_rejects_a_kernel_of_another_receptive_field(self):
+        patches = np.zeros((1, 2, 2, 3, 3, 2, 4, 4))
+        with self.assertRaisesRegex(ValueError, r"\(K, K, B, C, d_in"):
+            capsule_ops.conv_capsule_votes(
+                patches, np.zeros((3, 3, 4, 5, 4, 4))
+            )
+
+
 if __name__ == "__main__":
     tf.test.main()

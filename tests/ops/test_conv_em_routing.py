@@ -1,6 +1,8 @@
 """Convolutional EM routing against Procedure 1 on an explicit
 child-to-parent incidence of a tiny grid."""
 
+import itertools
+
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
@@ -62,19 +64,24 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         mask[1, 0, 1, 0] = False
         beta_u = rng.normal(scale=0.5, size=types_out)
         beta_a = rng.normal(scale=0.5, size=types_out)
-        result = capsule_ops.conv_em_routing(
-            votes.astype(dtype),
-            activations.astype(dtype),
-            beta_u,
-            beta_a,
-            LAMBDAS,
-            strides=strides,
-            mask=mask,
-        )
+        arguments = (activations.astype(dtype), beta_u, beta_a, LAMBDAS)
+        results = [
+            capsule_ops.conv_em_routing(
+                votes.astype(dtype), *arguments, strides=strides, mask=mask
+            ),
+            # The same votes with the parent types before the receptive
+            # field.
+            capsule_ops.conv_em_routing_by_parent(
+                np.transpose(votes, (0, 1, 2, 6, 3, 4, 5, 7)).astype(dtype),
+                *arguments,
+                strides=strides,
+                mask=mask,
+            ),
+        ]
         parent_betas = [
             np.tile(beta, rows * columns) for beta in (beta_u, beta_a)
         ]
-        for b in range(2):
+        for b, result in itertools.product(range(2), results):
             incidence, dense = dense_problem(votes[b], height, width, strides)
             expected = em_reference(
                 dense,
@@ -215,6 +222,24 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, "B = 2"):
             capsule_ops.conv_em_routing(
                 votes, np.ones((1, 4, 4, 3)), [0.0] * 3, [0.0] * 3, [1.0]
+            )
+        # Parent-major: (batch, H', W', C, K, K, B, h).
+        by_parent = np.zeros((1, 2, 2, 3, 3, 3, 2, 16))
+        with self.assertRaisesRegex(ValueError, r"\(3, 3\) parent positions"):
+            capsule_ops.conv_em_routing_by_parent(
+                by_parent, np.ones((1, 5, 5, 2)), [0.0] * 3, [0.0] * 3, [1.0]
+            )
+        with self.assertRaisesRegex(ValueError, "B = 2"):
+            capsule_ops.conv_em_routing_by_parent(
+                by_parent, np.ones((1, 4, 4, 3)), [0.0] * 3, [0.0] * 3, [1.0]
+            )
+        with self.assertRaisesRegex(ValueError, r"\(batch, H', W', C, K, K"):
+            capsule_ops.conv_em_routing_by_parent(
+                by_parent[..., 0, :],
+                np.ones((1, 4, 4, 2)),
+                [0.0] * 3,
+                [0.0] * 3,
+                [1.0],
             )
 
 

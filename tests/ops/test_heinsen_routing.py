@@ -142,6 +142,23 @@ class HeinsenRoutingTest(tf.test.TestCase, parameterized.TestCase):
             self.assertEqual(got.dtype, tf.float32)
             self.assertAllClose(got, expected, rtol=1e-3, atol=1e-3)
 
+    def test_float32_keeps_the_variance_of_a_tight_cluster(self):
+        # Every vote sits near 1 with spread 1e-3: float32 holds the
+        # variances (~1e-7) only if they are summed as (V - mu)^2; as
+        # E[V^2] - mu^2 the rounding of E[V^2] ~ 1 (6e-8) cancels them.
+        scores, votes, beta_use, beta_ign = random_case(21)
+        # The float32 votes, also given to the float64 reference: what is
+        # compared is the routing's arithmetic, not the input's rounding.
+        votes = (1.0 + 1e-3 * votes).astype(np.float32).astype(np.float64)
+        case = (scores, votes, beta_use, beta_ign)
+        expected = reference_batch(*case, 3, epsilon=1e-9)
+        routed = capsule_ops.heinsen_routing(
+            *[np.asarray(x, np.float32) for x in case], epsilon=1e-9
+        )
+        variances = routed[2].numpy()
+        self.assertAllClose(variances, expected[2], rtol=1e-2, atol=1e-12)
+        self.assertAllClose(routed[1], expected[1], rtol=1e-6)
+
     def test_matches_reference_with_mask_and_shared_betas(self):
         scores, votes, _, _ = random_case(6)
         beta_use, beta_ign = (
@@ -235,13 +252,25 @@ class HeinsenRoutingTest(tf.test.TestCase, parameterized.TestCase):
         for part in routed:
             self.assertTrue(np.all(np.isfinite(part)))
 
-    def test_xla_matches_eager(self):
-        case = [np.asarray(x, np.float32) for x in random_case(9)]
+    @parameterized.named_parameters(
+        # XLA routes capsules of fewer than 8 entries as sums over the
+        # input axis, wider ones as products (eager: always products).
+        ("narrow_2x3", 2, 3),
+        ("wide_2x4", 2, 4),
+    )
+    def test_xla_matches_eager(self, d_cov, d_out):
+        case = [
+            np.asarray(x, np.float32)
+            for x in random_case(9, d_cov=d_cov, d_out=d_out)
+        ]
         compiled = tf.function(capsule_ops.heinsen_routing, jit_compile=True)
         for got, want in zip(
             compiled(*case), capsule_ops.heinsen_routing(*case)
         ):
             self.assertAllClose(got, want, rtol=1e-5, atol=1e-5)
+        expected = reference_batch(*random_case(9, d_cov=d_cov, d_out=d_out), 3)
+        for got, want in zip(compiled(*case), expected):
+            self.assertAllClose(got, want, rtol=1e-3, atol=1e-3)
 
     def test_rejects_bad_shapes(self):
         scores, votes, beta_use, beta_ign = random_case(10)

@@ -1,0 +1,181 @@
+"""Every routing layer at DESIGN.md's shapes (section 9), forward plus
+backward, in eager, `tf.function` (`graph`) and XLA modes, against the
+machine's own limits measured in the same run (`bench.machine`).
+
+Each measurement runs in its own subprocess (its peak memory is its
+own). Every line carries, besides `bench.measure.time_step`'s fields:
+
+```none
+flops_per_example     3 x the forward work the algorithm needs (the
+                      backward pass is twice the forward): the votes,
+                      2 n_in n_out d_in d_out (x d_cov for Heinsen, x 4 for
+                      4x4 poses), and per routing iteration `passes`
+                      multiply-adds over the vote tensor's elements
+                      (dynamic routing: the weighted sum and the
+                      agreement, 2; Heinsen and EM: a log-likelihood, a
+                      mean and a second moment, 3)
+compute_bound         examples/s at the machine's matmul rate
+percent_of_bound      examples/s as a percentage of compute_bound
+vote_mb               the vote tensor of the batch, float32
+vote_passes           step time x copy bandwidth / vote bytes: how many
+                      vote-sized reads and writes the step's time would
+                      allow (the algorithm itself needs none)
+```
+
+The first line is the machine's (`matmul_gflops`, `copy_gb_per_s`).
+Measures; never asserts.
+
+Usage: python -m bench.routing [--repeats=3] [--modes=eager,graph,xla]
+    [--shapes=...]
+"""
+
+import json
+
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+from bench import machine, measure
+from keras_capsules import layers
+
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
+_MODES = flags.DEFINE_list("modes", ["eager", "graph", "xla"], "Modes to run.")
+_CASE = flags.DEFINE_string(
+    "case", None, "Run one measurement (`shape:mode`) in this process."
+)
+
+
+def _heinsen(n_in, d_cov, d_in, n_out, d_out, num_inputs, batch):
+    return {
+        "layer": lambda: layers.HeinsenRouting(
+            n_out, d_out, num_inputs=num_inputs
+        ),
+        "inputs": lambda rng: [
+            rng.normal(size=(batch, n_in)),
+            rng.normal(size=(batch, n_in, d_cov, d_in)),
+        ],
+        "batch": batch,
+        "vote_macs": n_in * n_out * d_cov * d_in * d_out,
+        "vote_elements": n_in * n_out * d_cov * d_out,
+        "iterations": 3,
+        "passes": 3,
+    }
+
+
+def _em(children_per_parent, parents, batch, layer, inputs):
+    return {
+        "layer": layer,
+        "inputs": inputs,
+        "batch": batch,
+        "vote_macs": children_per_parent * parents * 16 * 4,
+        "vote_elements": children_per_parent * parents * 16,
+        "iterations": 3,
+        "passes": 3,
+    }
+
+
+def _grid(batch, side, types):
+    return lambda rng: [
+        rng.uniform(size=(batch, side, side, types)),
+        rng.normal(size=(batch, side, side, types, 4, 4)),
+    ]
+
+
+SHAPES = {
+    "heinsen_64_to_5_b20": _heinsen(64, 4, 4, 5, 4, "fixed", 20),
+    "heinsen_64_to_5_b128": _heinsen(64, 4, 4, 5, 4, "fixed", 128),
+    "heinsen_9216_to_64_b20": _heinsen(9216, 4, 4, 64, 4, "variable", 20),
+    "heinsen_740_to_64_b20": _heinsen(740, 1, 64, 64, 2, "variable", 20),
+    "dynamic_1152x8_to_10x16_b128": {
+        "layer": lambda: layers.DynamicRouting(10, 16),
+        "inputs": lambda rng: rng.uniform(-0.3, 0.3, (128, 1152, 8)),
+        "batch": 128,
+        "vote_macs": 1152 * 10 * 8 * 16,
+        "vote_elements": 1152 * 10 * 16,
+        "iterations": 3,
+        "passes": 2,
+    },
+    # 16 types on 3x3 -> 10 classes, coordinate addition: 144 children.
+    "em_class_16x3x3_to_10_b32": _em(
+        144,
+        10,
+        32,
+        lambda: layers.MatrixCapsuleEMRouting(10),
+        _grid(32, 3, 16),
+    ),
+    # K=3, 8 -> 16 types, 6x6 -> 4x4: 16 positions x 16 parent types,
+    # each with 72 children.
+    "em_conv_k3_8_to_16_6x6_b32": _em(
+        72,
+        16 * 16,
+        32,
+        lambda: layers.ConvMatrixCapsules(16, 3, 1),
+        _grid(32, 6, 8),
+    ),
+}
+
+
+_SHAPE_NAMES = flags.DEFINE_list("shapes", list(SHAPES), "Shapes to run.")
+
+
+def flops_per_example(shape):
+    """3 x the forward work the algorithm needs (see the docstring)."""
+    forward = 2 * shape["vote_macs"] + (
+        2 * shape["iterations"] * shape["passes"] * shape["vote_elements"]
+    )
+    return 3 * forward
+
+
+def run_case(case):
+    name, mode = case.split(":")
+    shape = SHAPES[name]
+    rng = np.random.default_rng(0)
+    inputs = tf.nest.map_structure(
+        lambda array: tf.constant(array, tf.float32), shape["inputs"](rng)
+    )
+    step = measure.forward_backward_step(shape["layer"](), inputs, mode)
+    timing = measure.time_step(step, shape["batch"], _REPEATS.value)
+    return {"name": f"routing_{name}", "mode": mode, **timing}
+
+
+def with_bounds(result, name, limits):
+    """`result` with the fields that relate it to the machine's limits."""
+    if "error" in result:
+        return result
+    shape = SHAPES[name]
+    flops = flops_per_example(shape)
+    bound = limits["matmul_gflops"] * 1e9 / flops
+    vote_bytes = 4 * shape["vote_elements"] * shape["batch"]
+    traffic = result["seconds_per_step"] * limits["copy_gb_per_s"] * 1e9
+    return {
+        **result,
+        "flops_per_example": flops,
+        "compute_bound": round(bound, 1),
+        "percent_of_bound": round(
+            100 * result["examples_per_second"] / bound, 2
+        ),
+        "vote_mb": round(vote_bytes / 2**20, 1),
+        "vote_passes": round(traffic / vote_bytes, 1),
+    }
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _CASE.value:
+        print(json.dumps(run_case(_CASE.value)), flush=True)
+        return
+    limits = machine.limits()
+    print(json.dumps({"name": "machine", **limits}), flush=True)
+    for name in _SHAPE_NAMES.value:
+        for mode in _MODES.value:
+            result = measure.run_case_in_subprocess(
+                "bench.routing",
+                f"{name}:{mode}",
+                [f"--repeats={_REPEATS.value}"],
+            )
+            print(json.dumps(with_bounds(result, name, limits)), flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,61 @@
+"""The routing benchmark's arithmetic (its timings are measured, not
+tested): the work it counts per shape and the fields it derives."""
+
+import numpy as np
+import tensorflow as tf
+
+from bench import measure, routing
+from keras_capsules import layers
+
+
+class RoutingBenchTest(tf.test.TestCase):
+    def test_dynamic_routing_work_counted_by_hand(self):
+        shape = routing.SHAPES["dynamic_1152x8_to_10x16_b128"]
+        votes = 2 * 1152 * 10 * 8 * 16
+        # 3 iterations of a weighted sum and an agreement over 1152x10x16.
+        routing_work = 2 * 3 * 2 * 1152 * 10 * 16
+        self.assertEqual(
+            routing.flops_per_example(shape), 3 * (votes + routing_work)
+        )
+
+    def test_conv_em_counts_every_position_and_parent_type(self):
+        shape = routing.SHAPES["em_conv_k3_8_to_16_6x6_b32"]
+        pairs = 4 * 4 * 16 * (3 * 3 * 8)  # positions x types x children
+        self.assertEqual(shape["vote_macs"], pairs * 64)
+        self.assertEqual(shape["vote_elements"], pairs * 16)
+
+    def test_bounds_follow_the_machine_limits(self):
+        name = "heinsen_64_to_5_b20"
+        flops = routing.flops_per_example(routing.SHAPES[name])
+        result = {"examples_per_second": 1000.0, "seconds_per_step": 0.02}
+        limits = {"matmul_gflops": 100.0, "copy_gb_per_s": 10.0}
+        bounded = routing.with_bounds(result, name, limits)
+        self.assertAllClose(bounded["compute_bound"], 1e11 / flops, rtol=1e-3)
+        self.assertAllClose(
+            bounded["percent_of_bound"], 100 * 1000 * flops / 1e11, atol=0.01
+        )
+        vote_bytes = 4 * 64 * 5 * 4 * 4 * 20
+        self.assertAllClose(
+            bounded["vote_passes"], 0.02 * 1e10 / vote_bytes, atol=0.05
+        )
+        failed = {"case": name, "error": "..."}
+        self.assertEqual(routing.with_bounds(failed, name, limits), failed)
+
+    def test_forward_backward_step_in_each_mode_gives_one_gradient(self):
+        layer = layers.DynamicRouting(2, 3)
+        inputs = tf.constant(
+            np.random.default_rng(0).normal(size=(2, 4, 5)), tf.float32
+        )
+        results = [
+            measure.forward_backward_step(layer, inputs, mode)()
+            for mode in ("eager", "graph", "xla")
+        ]
+        for gradients in results[1:]:
+            for got, want in zip(gradients, results[0]):
+                self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+        with self.assertRaisesRegex(ValueError, "Unknown mode 'jit'"):
+            measure.forward_backward_step(layer, inputs, "jit")
+
+
+if __name__ == "__main__":
+    tf.test.main()
