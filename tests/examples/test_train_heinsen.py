@@ -2,6 +2,7 @@
 and serving (in a fresh process: serving must not need this one)."""
 
 import os
+import subprocess
 import tempfile
 
 import keras
@@ -9,8 +10,14 @@ import numpy as np
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
-from examples import heinsen_training, train_heinsen_image, train_heinsen_sst
+from examples import heinsen_training, train_heinsen_image
 from keras_capsules import recipes
+from tests.examples.script_runs import (
+    ROOT,
+    environment,
+    load_run,
+    script_command,
+)
 from tests.examples.test_train_capsnet import (
     run_in_process,
     serve_in_fresh_process,
@@ -116,16 +123,31 @@ class TrainHeinsenSstTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         write_tiny_treebank(directory)
         export_dir = os.path.join(directory, "export")
-        results = run_in_process(
-            train_heinsen_sst,
-            task="sst2",
-            data_dir=directory,
-            embedding_dim=8,
-            batch_size=4,
-            epochs=2,
-            model_dir=os.path.join(directory, "run"),
-            export_dir=export_dir,
+        # In a process of its own, as a user runs it: a crash there shows
+        # its message here (a CI run once lost a test worker in this test
+        # with no message to read).
+        model_dir = os.path.join(directory, "run")
+        result = subprocess.run(
+            script_command(
+                "train_heinsen_sst",
+                [
+                    "--task=sst2",
+                    f"--data_dir={directory}",
+                    "--embedding_dim=8",
+                    "--batch_size=4",
+                    "--epochs=2",
+                    f"--export_dir={export_dir}",
+                ],
+                model_dir,
+            ),
+            cwd=ROOT,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        results, _ = load_run(model_dir)
         # SST-2 phrases of the tiny treebank without neutral ones (2).
         self.assertEqual(results["train_examples"], 11)
         self.assertIn("validation", results["evaluation"])
