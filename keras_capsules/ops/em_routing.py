@@ -12,6 +12,7 @@ from keras_capsules.ops.arguments import (
     check_shape,
     routing_tensor,
 )
+from keras_capsules.ops.em_moments import nonzero, weighted_moments
 
 # Added to every variance sigma^2 by default: identical votes (zero
 # variance) keep a finite log-density and cost. Far below the variance of
@@ -107,14 +108,6 @@ def check_inverse_temperatures(op_name, inverse_temperatures):
     return count
 
 
-def nonzero(total):
-    """`total` with its zeros replaced by 1: the denominator of a weighted
-    mean. A parent that no active child votes for (every `R_ij a_i = 0`)
-    then gets mean 0 and variance 0, not NaN, and a bounded gradient
-    (`1 / (total + 1e-9)` would give ~1e9 there)."""
-    return ops.where(total > 0, total, ops.ones_like(total))
-
-
 def _standardize(cost):
     """z-scores of `(batch, P, J)` costs across the J parent types."""
     mean = ops.mean(cost, axis=-1, keepdims=True)
@@ -122,7 +115,15 @@ def _standardize(cost):
     return (cost - mean) / ops.sqrt(variance + _COST_VARIANCE_EPSILON)
 
 
-def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
+def m_step(
+    votes,
+    weights,
+    beta_u,
+    beta_a,
+    inverse_temperature,
+    cost_options,
+    with_distances,
+):
     """The M-step for every parent at once (Procedure 1, M-step lines 3-6).
 
     Args:
@@ -132,22 +133,18 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
         beta_u, beta_a: `(J,)`.
         inverse_temperature: scalar `lambda`.
         cost_options: an `ActivationCost`.
+        with_distances: whether an E-step follows, which needs the votes'
+            squared distances to the new means.
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h),
-        squared_deviations (batch, P, J, I, h))`, where `a_j =
-        logistic(logits)` and `squared_deviations` are `(V_ij - mu_j)^2`,
-        which the E-step that follows needs too.
+        squared_distances (batch, P, J, I) or None)`, where `a_j =
+        logistic(logits)` and `squared_distances` are `sum_h (V_ij^h -
+        mu_j^h)^2 / (sigma_j^h)^2` (`em_moments.weighted_moments`).
     """
-    total = ops.sum(weights, axis=-1)  # (b, P, J): sum_i R_ij
-    shares = weights / nonzero(total)[..., None]
-    means = ops.einsum("bpji,bpjih->bpjh", shares, votes)
-    # Two passes, sum_i R_ij (V - mu)^2, not E[V^2] - mu^2: assignments
-    # that settle on one tight cluster make the variance tiny, and the
-    # moment form would cancel away every digit of it in float32.
-    squared_deviations = ops.square(votes - means[..., None, :])
-    variances = ops.einsum("bpji,bpjih->bpjh", shares, squared_deviations)
-    variances = variances + cost_options.variance_floor
+    total, means, variances, *distances = weighted_moments(
+        votes, weights, cost_options.variance_floor, with_distances
+    )
     # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
     cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
     if not cost_options.cost_per_mass:
@@ -158,17 +155,14 @@ def m_step(votes, weights, beta_u, beta_a, inverse_temperature, cost_options):
     logits = inverse_temperature * (
         cost_options.activation_bias_gain * beta_a - cost
     )
-    return logits, means, variances, squared_deviations
+    return logits, means, variances, (distances or [None])[0]
 
 
-def log_densities(squared_deviations, variances):
+def log_densities(squared_distances, variances):
     """`log p_j` of every vote: `sum_h log N(V_ij^h; mu_j^h, sigma_j^h^2)`
-    (E-step line 2), `(batch, P, J, I)`, from the votes' squared
-    deviations from the means, `(V_ij^h - mu_j^h)^2`."""
-    squared_distances = ops.einsum(
-        "bpjih,bpjh->bpji", squared_deviations, 1.0 / variances
-    )
-    constant = ops.sum(ops.log(variances), axis=-1) + squared_deviations.shape[
+    (E-step line 2), `(batch, P, J, I)`, from the votes' squared distances
+    `sum_h (V_ij^h - mu_j^h)^2 / (sigma_j^h)^2`."""
+    constant = ops.sum(ops.log(variances), axis=-1) + variances.shape[
         -1
     ] * math.log(2.0 * math.pi)
     return -0.5 * (squared_distances + constant[..., None])
@@ -229,20 +223,21 @@ def em_routing_on_patches(
         weights = routing
         if iteration and smoothing:
             weights = (1.0 - smoothing) * routing + smoothing * uniform
-        logits, means, variances, squared_deviations = m_step(
+        logits, means, variances, squared_distances = m_step(
             votes,
             weights * activations[:, :, None],
             beta_u,
             beta_a,
             inverse_temperatures[iteration],
             cost_options,
+            with_distances=iteration + 1 < num_iterations,
         )
         if trace is not None:
             trace.append((routing, means + offset))
         if iteration + 1 < num_iterations:
             # E-step: R_ij = a_j p_j / sum_k a_k p_k, in the log domain.
             scores = ops.log_sigmoid(logits)[..., None] + log_densities(
-                squared_deviations, variances
+                squared_distances, variances
             )
             routing = ops.exp(scores - log_normalizer(scores))
     return logits, means + offset, variances

@@ -1,0 +1,191 @@
+"""The gradient of EM routing's weighted moments (`em_moments`, its own
+gradient outside XLA): against automatic differentiation of the plain
+formulas, and the whole routing's gradient against central differences
+of the NumPy version of Procedure 1."""
+
+import importlib
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from keras_capsules import ops as capsule_ops
+from tests.ops.test_em_routing import make_case, reference
+
+em_moments = importlib.import_module("keras_capsules.ops.em_moments")
+
+
+def plain_moments(votes, weights, variance_floor, with_distances):
+    """The formulas of Procedure 1's M-step, written directly (einsum)."""
+    total = tf.reduce_sum(weights, axis=-1)
+    shares = weights / tf.where(total > 0, total, 1.0)[..., None]
+    means = tf.einsum("bpji,bpjih->bpjh", shares, votes)
+    squared = tf.square(votes - means[..., None, :])
+    variances = tf.einsum("bpji,bpjih->bpjh", shares, squared)
+    variances += variance_floor
+    outputs = (total, means, variances)
+    if with_distances:
+        outputs += (tf.einsum("bpjih,bpjh->bpji", squared, 1.0 / variances),)
+    return outputs
+
+
+def gradients(moments, votes, weights, cotangents, with_distances):
+    with tf.GradientTape() as tape:
+        tape.watch([votes, weights])
+        outputs = moments(votes, weights, 1e-3, with_distances)
+        # A cotangent of None leaves that output out of the loss.
+        loss = tf.add_n(
+            [
+                tf.reduce_sum(output * cotangent)
+                for output, cotangent in zip(outputs, cotangents)
+                if cotangent is not None
+            ]
+        )
+    return outputs, tape.gradient(loss, [votes, weights])
+
+
+class WeightedMomentsGradientTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("with_distances", True, (0, 1, 2, 3)),
+        ("without_distances", False, (0, 1, 2)),
+        ("means_only", True, (1,)),
+        ("distances_only", True, (3,)),
+    )
+    def test_matches_automatic_differentiation(self, with_distances, used):
+        rng = np.random.default_rng(3)
+        votes = tf.constant(rng.normal(size=(2, 3, 4, 5, 6)))
+        weights = rng.uniform(size=(2, 3, 4, 5))
+        weights[0, 0, 0] = 0.0  # a parent no child votes for
+        weights[1, 2, 3, :4] = 0.0  # a parent held by one child
+        weights = tf.constant(weights)
+        shapes = ((2, 3, 4), (2, 3, 4, 6), (2, 3, 4, 6), (2, 3, 4, 5))
+        cotangents = [
+            tf.constant(rng.normal(size=shape)) if index in used else None
+            for index, shape in enumerate(shapes[: 3 + with_distances])
+        ]
+        for compile_mode in (None, "graph"):
+            moments = em_moments.weighted_moments
+            if compile_mode:
+                moments = tf.function(moments, autograph=False)
+            outputs, got = gradients(
+                moments, votes, weights, cotangents, with_distances
+            )
+            expected_outputs, expected = gradients(
+                plain_moments, votes, weights, cotangents, with_distances
+            )
+            for output, expected_output in zip(outputs, expected_outputs):
+                self.assertAllClose(output, expected_output, rtol=1e-12)
+            for gradient, expected_gradient in zip(got, expected):
+                self.assertAllClose(
+                    gradient, expected_gradient, rtol=1e-9, atol=1e-9
+                )
+
+    def test_tight_cluster_gradient_in_float32(self):
+        # Votes near 1 with spread 1e-3: the recomputed deviations keep
+        # their digits, as automatic differentiation's did.
+        rng = np.random.default_rng(4)
+        votes = 1.0 + 1e-3 * rng.normal(size=(1, 1, 2, 8, 4))
+        weights = rng.uniform(0.5, 1.0, size=(1, 1, 2, 8))
+        cotangents = [rng.normal(size=s) for s in ((1, 1, 2), (1, 1, 2, 4))]
+        cotangents += [rng.normal(size=(1, 1, 2, 4)), None]
+        results = {}
+        for dtype in ("float32", "float64"):
+            results[dtype] = gradients(
+                em_moments.weighted_moments,
+                tf.constant(votes, dtype),
+                tf.constant(weights, dtype),
+                [
+                    None if c is None else tf.constant(c, dtype)
+                    for c in cotangents
+                ],
+                True,
+            )[1]
+        for got, expected in zip(results["float32"], results["float64"]):
+            scale = float(np.max(np.abs(expected)))
+            self.assertAllClose(got, expected, atol=1e-4 * scale, rtol=0)
+
+
+class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(
+        ("procedure_1", {}, None),
+        ("masked", {}, np.array([[1, 0, 1, 1, 1]], bool)),
+        (
+            "every_cost_option",
+            {
+                "activation_bias_gain": 3.0,
+                "cost_scale": 0.5,
+                "standardize_costs": True,
+                "variance_floor": 0.01,
+                "assignment_smoothing": 0.5,
+            },
+            None,
+        ),
+    )
+    def test_matches_finite_differences_of_the_reference(self, options, mask):
+        rng = np.random.default_rng(5)
+        votes, activations, beta_u, beta_a = make_case(
+            rng, batch=1, n_in=5, n_out=2, h=3
+        )
+        lambdas = (0.5, 1.0, 2.0)
+        options = {"variance_floor": 1e-3, **options}
+        output_weights = [
+            rng.normal(size=shape) for shape in ((1, 2), (1, 2, 3), (1, 2, 3))
+        ]
+
+        def reference_loss(votes, activations):
+            outputs = reference(
+                votes, activations, beta_u, beta_a, lambdas, mask, **options
+            )
+            return sum(
+                float(np.sum(weight * output))
+                for weight, output in zip(output_weights, outputs)
+            )
+
+        def central_differences(array, loss):
+            step, result = 1e-6, np.zeros_like(array)
+            for index in np.ndindex(array.shape):
+                shift = np.zeros_like(array)
+                shift[index] = step
+                result[index] = (loss(array + shift) - loss(array - shift)) / (
+                    2 * step
+                )
+            return result
+
+        expected_votes = central_differences(
+            votes, lambda v: reference_loss(v, activations)
+        )
+        expected_activations = central_differences(
+            activations, lambda a: reference_loss(votes, a)
+        )
+
+        def loss_and_gradient(votes, activations):
+            with tf.GradientTape() as tape:
+                tape.watch([votes, activations])
+                outputs = capsule_ops.em_routing(
+                    votes, activations, beta_u, beta_a, lambdas, mask, **options
+                )
+                loss = tf.add_n(
+                    [
+                        tf.reduce_sum(weight * output)
+                        for weight, output in zip(output_weights, outputs)
+                    ]
+                )
+            return tape.gradient(loss, [votes, activations])
+
+        for compile_mode in (None, "graph", "xla"):
+            run = loss_and_gradient
+            if compile_mode:
+                run = tf.function(run, jit_compile=compile_mode == "xla")
+            got_votes, got_activations = run(
+                tf.constant(votes), tf.constant(activations)
+            )
+            self.assertAllClose(got_votes, expected_votes, atol=1e-6, rtol=1e-5)
+            if mask is not None:  # a masked child's activation is unused
+                expected_activations = np.where(mask, expected_activations, 0)
+            self.assertAllClose(
+                got_activations, expected_activations, atol=1e-6, rtol=1e-5
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()
