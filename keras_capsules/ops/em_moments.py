@@ -69,17 +69,14 @@ def _forward(votes, weights, variance_floor, with_distances):
     """The outputs of `weighted_moments` and the shares `s_i`."""
     total = ops.sum(weights, axis=-1)
     shares = weights / nonzero(total)[..., None]
-    rows = shares[..., None, :]  # (b, P, J, 1, I)
-    means = ops.matmul(rows, votes)[..., 0, :]
+    means = ops.einsum("bpji,bpjih->bpjh", shares, votes)
     squared_deviations = ops.square(votes - means[..., None, :])
-    variances = ops.matmul(rows, squared_deviations)[..., 0, :]
+    variances = ops.einsum("bpji,bpjih->bpjh", shares, squared_deviations)
     variances = variances + variance_floor
     outputs = (total, means, variances)
     if with_distances:
         outputs += (
-            ops.matmul(squared_deviations, (1.0 / variances)[..., None])[
-                ..., 0
-            ],
+            ops.einsum("bpjih,bpjh->bpji", squared_deviations, 1.0 / variances),
         )
     return outputs, shares
 
