@@ -1,6 +1,7 @@
 """What every benchmark reports: best-of timings, peak memory, device."""
 
 import json
+import math
 import os
 import platform
 import resource
@@ -12,32 +13,51 @@ import numpy as np
 import tensorflow as tf
 
 
-def best_seconds(run, repeats, warm_up=True):
+def best_seconds(run, repeats, warm_up=True, steps=1):
     """Runs once to trace and compile (unless `warm_up` is False), then
-    returns the best of `repeats` timings of `run()`."""
+    returns the best of `repeats` timings of `steps` calls of `run()`,
+    divided by `steps`."""
     if warm_up:
         run()
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
+        for _ in range(steps):
+            run()
+        best = min(best, (time.perf_counter() - start) / steps)
     return best
+
+
+def steps_lasting(run, min_seconds):
+    """How many calls of `run()` take at least `min_seconds`, judged from
+    one timed call: a timing of a few-millisecond step is mostly the
+    jitter of that one call, a timing of a hundred calls is not."""
+    start = time.perf_counter()
+    run()
+    return max(1, math.ceil(min_seconds / (time.perf_counter() - start)))
+
+
+# Each timed repetition lasts at least this long (see `steps_lasting`).
+MIN_REPEAT_SECONDS = 0.25
 
 
 def time_step(step, batch_size, repeats):
     """The timing fields of one measurement: `batch_size`,
-    `seconds_per_step` (best of `repeats` after a compiling run),
-    `examples_per_second`, `peak_memory_mb` (the peak during the timed
-    steps, less the memory in use just before them: what a step needs
-    beyond its inputs and weights) and `device`."""
+    `seconds_per_step` (after a compiling run, the best of `repeats`
+    repetitions of `steps_per_repeat` steps, enough steps that each
+    repetition lasts `MIN_REPEAT_SECONDS`), `examples_per_second`,
+    `peak_memory_mb` (the peak during the timed steps, less the memory in
+    use just before them: what a step needs beyond its inputs and
+    weights) and `device`."""
     step()  # Traces and compiles.
+    steps = steps_lasting(step, MIN_REPEAT_SECONDS)
     before = memory_in_use_mb()
     reset_peak_memory()
-    seconds = best_seconds(step, repeats, warm_up=False)
+    seconds = best_seconds(step, repeats, warm_up=False, steps=steps)
     return {
         "batch_size": batch_size,
         "seconds_per_step": round(seconds, 5),
+        "steps_per_repeat": steps,
         "examples_per_second": round(batch_size / seconds, 1),
         "peak_memory_mb": round(peak_memory_mb() - before),
         "device": device_name(),

@@ -1,6 +1,8 @@
 """The routing benchmark's arithmetic (its timings are measured, not
 tested): the work it counts per shape and the fields it derives."""
 
+import time
+
 import numpy as np
 import tensorflow as tf
 
@@ -40,6 +42,19 @@ class RoutingBenchTest(tf.test.TestCase):
         )
         failed = {"case": name, "error": "..."}
         self.assertEqual(routing.with_bounds(failed, name, limits), failed)
+
+    def test_each_repetition_times_its_steps_and_divides_by_them(self):
+        calls = []
+        seconds = measure.best_seconds(
+            lambda: calls.append(time.sleep(0.002)), 3, steps=4
+        )
+        self.assertLen(calls, 1 + 3 * 4)  # One warm-up call.
+        self.assertBetween(seconds, 0.002, 0.008)
+
+    def test_steps_lasting_covers_the_minimum_time(self):
+        self.assertEqual(measure.steps_lasting(lambda: None, 0.0), 1)
+        steps = measure.steps_lasting(lambda: time.sleep(0.01), 0.1)
+        self.assertBetween(steps, 2, 10)  # About 10 for a 10 ms step.
 
     def test_forward_backward_step_in_each_mode_gives_one_gradient(self):
         layer = layers.DynamicRouting(2, 3)
