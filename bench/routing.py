@@ -22,6 +22,11 @@ vote_passes           step time x copy bandwidth / vote bytes: how many
                       allow (the algorithm itself needs none)
 ```
 
+Under XLA, `xla_planned_mb` is the memory XLA's plan gives the step
+(temporaries, inputs, weights and outputs): `peak_memory_mb` counts
+whole allocator blocks and can read up to twice that
+(`bench.measure.xla_planned_memory_mb`).
+
 The first line is the machine's (`matmul_gflops`, `copy_gb_per_s`).
 Measures; never asserts.
 
@@ -30,6 +35,7 @@ Usage: python -m bench.routing [--repeats=3] [--modes=eager,graph,xla]
 """
 
 import json
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -133,8 +139,13 @@ def run_case(case):
     inputs = tf.nest.map_structure(
         lambda array: tf.constant(array, tf.float32), shape["inputs"](rng)
     )
-    step = measure.forward_backward_step(shape["layer"](), inputs, mode)
-    timing = measure.time_step(step, shape["batch"], _REPEATS.value)
+    with tempfile.TemporaryDirectory() as plans:
+        if mode == "xla":
+            measure.record_xla_memory_plans(plans)
+        step = measure.forward_backward_step(shape["layer"](), inputs, mode)
+        timing = measure.time_step(step, shape["batch"], _REPEATS.value)
+        if mode == "xla":
+            timing["xla_planned_mb"] = measure.xla_planned_memory_mb(plans)
     return {"name": f"routing_{name}", "mode": mode, **timing}
 
 

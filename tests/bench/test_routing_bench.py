@@ -1,6 +1,9 @@
 """The routing benchmark's arithmetic (its timings are measured, not
 tested): the work it counts per shape and the fields it derives."""
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -55,6 +58,46 @@ class RoutingBenchTest(tf.test.TestCase):
         self.assertEqual(measure.steps_lasting(lambda: None, 0.0), 1)
         steps = measure.steps_lasting(lambda: time.sleep(0.01), 0.1)
         self.assertBetween(steps, 2, 10)  # About 10 for a 10 ms step.
+
+    def test_planned_memory_is_the_largest_plan_of_the_step_function(self):
+        directory = self.get_temp_dir()
+        reports = {
+            "module_0001.a_inference_step_12__XlaMustCompile.cpu_after_"
+            "optimizations-memory-usage-report.txt": 3 * 2**20,
+            "module_0002.a_inference_step_40__XlaMustCompile.cpu_after_"
+            "optimizations-memory-usage-report.txt": 5 * 2**20,
+            "module_0003.a_inference_other_7__XlaMustCompile.cpu_after_"
+            "optimizations-memory-usage-report.txt": 9 * 2**20,
+        }
+        for file_name, total in reports.items():
+            with open(os.path.join(directory, file_name), "w") as report:
+                report.write(f"Total bytes used: {total} (x MiB)\n")
+        self.assertEqual(measure.xla_planned_memory_mb(directory), 5.0)
+        self.assertIsNone(measure.xla_planned_memory_mb(directory, "absent"))
+        self.assertIsNone(measure.xla_planned_memory_mb(directory + "/none"))
+
+    def test_xla_writes_the_plan_that_is_read_back(self):
+        # XLA reads its flags once per process: a fresh one.
+        program = (
+            "import sys, tensorflow as tf\n"
+            "from bench import measure\n"
+            "measure.record_xla_memory_plans(sys.argv[1])\n"
+            "@tf.function(jit_compile=True)\n"
+            "def double_sine(x):\n"
+            "    return tf.sin(x) * 2.0\n"
+            "double_sine(tf.zeros((2**20,)))\n"
+            "print(measure.xla_planned_memory_mb(sys.argv[1], 'double_sine'))\n"
+        )
+        directory = self.get_temp_dir()
+        result = subprocess.run(
+            [sys.executable, "-c", program, directory],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.dirname(measure.__file__)),
+        )
+        # A 4 MB input and a 4 MB output, nothing else.
+        self.assertBetween(float(result.stdout.split()[-1]), 4.0, 8.5)
 
     def test_forward_backward_step_in_each_mode_gives_one_gradient(self):
         layer = layers.DynamicRouting(2, 3)
