@@ -12,6 +12,7 @@ from keras_capsules.ops.arguments import (
     routing_tensor,
 )
 from keras_capsules.ops.compilation import compiled_by_xla
+from keras_capsules.ops.small_matmul import small_matmul
 
 # Added to the use-weighted totals before dividing by them, and to the
 # output variances: keeps identical votes (zero variance) and all-masked
@@ -222,7 +223,7 @@ def _iterate_as_products(
             routing = first_responsibility(present, num_inputs)
         else:
             # The last M-step's (V - mu)^2, divided by sigma2 and summed.
-            distances = ops.matmul(
+            distances = small_matmul(
                 squared_deviations, (1.0 / variances)[..., None]
             )[..., 0]
             normalizer = ops.sum(ops.log(variances), axis=-1) + (
@@ -243,10 +244,10 @@ def _iterate_as_products(
         # that settles on one tight cluster keeps its small variance.
         weights = ops.transpose(use, (0, 2, 1))[:, :, None, :]  # (b, j, 1, i)
         total_use = ops.sum(use, axis=1)[:, :, None] + epsilon
-        means = ops.matmul(weights, votes)[:, :, 0] / total_use
+        means = small_matmul(weights, votes)[:, :, 0] / total_use
         squared_deviations = ops.square(votes - means[:, :, None, :])
         variances = (
-            ops.matmul(weights, squared_deviations)[:, :, 0] / total_use
+            small_matmul(weights, squared_deviations)[:, :, 0] / total_use
             + epsilon
         )
     shape = (batch, num_outputs, d_cov, d_out)
