@@ -38,6 +38,9 @@ DEFAULTS = {
 }
 _NAME = flags.DEFINE_string("name", "default", "Name of the variant.")
 _OUTPUT = flags.DEFINE_string("output", None, "JSON lines file to append to.")
+_SAVE_TO = flags.DEFINE_string(
+    "save_to", None, "Where to save the trained model (`.keras`), if set."
+)
 
 _REPORTED = (
     "elbo",
@@ -80,6 +83,8 @@ def main(argv):
         for key, values in epoch_history.items():
             history.setdefault(key, []).extend(values)
     seconds = time.time() - start
+    if _SAVE_TO.value:
+        model.save(_SAVE_TO.value)
 
     train_features, test_features = (
         generative_training.top_features(model, train[:5000]),

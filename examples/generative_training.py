@@ -68,6 +68,12 @@ TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
     "explain the template poses (0: the encoder's poses, the paper's; 3 "
     "puts the class in the top poses, see the README).",
 )
+TOP_PRESENCE_REFINEMENT_STEPS = flags.DEFINE_integer(
+    "top_presence_refinement_steps",
+    0,
+    "Mean-field steps that compute the top presences from what each parent"
+    " explains (after the pose steps).",
+)
 MIN_POSE_SCALE = flags.DEFINE_float(
     "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
 )
@@ -86,6 +92,12 @@ TEMPLATE_CHANNELS = flags.DEFINE_integer(
 TEMPERATURE = flags.DEFINE_float(
     "temperature", 1.0, "Concrete temperature of the relaxed presences."
 )
+TOP_PRESENCE_PROBABILITY = flags.DEFINE_float(
+    "top_presence_probability",
+    None,
+    "Fixed prior probability p that a top-layer object is present (eq. 1);"
+    " unset learns it.",
+)
 
 
 def build_model(image_shape):
@@ -100,11 +112,13 @@ def build_model(image_shape):
         presence_information_weight=PRESENCE_INFORMATION_WEIGHT.value,
         selection_information_weight=SELECTION_INFORMATION_WEIGHT.value,
         top_pose_refinement_steps=TOP_POSE_REFINEMENT_STEPS.value,
+        top_presence_refinement_steps=TOP_PRESENCE_REFINEMENT_STEPS.value,
         min_pose_scale=MIN_POSE_SCALE.value,
         initial_pose_scale=INITIAL_POSE_SCALE.value,
         top_kl_warmup_steps=TOP_KL_WARMUP_STEPS.value,
         stop_gradient_between_layers=STOP_GRADIENT.value,
         temperature=TEMPERATURE.value,
+        top_presence_probability=TOP_PRESENCE_PROBABILITY.value,
         seed=runs.SEED.value,
     )
     if ZERO_POSE_OFFSETS.value:

@@ -20,6 +20,9 @@ from keras_capsules.distributions.parent_poses import (
     parent_pose_step,
     refine_parent_poses,
 )
+from keras_capsules.distributions.parent_presences import (
+    parent_presence_logits,
+)
 from keras_capsules.distributions.poses import (
     POSE_DIM,
     affine_matrices,
@@ -47,6 +50,7 @@ __all__ = [
     "explained_by_parents",
     "layer_information",
     "parent_pose_step",
+    "parent_presence_logits",
     "pose_deviations",
     "predict_child_poses",
     "refine_parent_poses",

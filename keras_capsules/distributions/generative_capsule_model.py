@@ -87,12 +87,19 @@ class GenerativeCapsuleModel:
 
     def template_conditional(self, top):
         """`p(t^1, A^1 | t^0, A^0)` for a batch of top-layer events."""
-        top_presences = presence_lib.presence_values(
-            top[self.presence_key], self.temperature
+        return self.template_conditional_given(
+            presence_lib.presence_values(
+                top[self.presence_key], self.temperature
+            ),
+            top["pose"],
         )
+
+    def template_conditional_given(self, top_presences, top_poses):
+        """`p(t^1, A^1 | t^0, A^0)` for top presences given as values in
+        [0, 1], `(..., n0)`, and poses `(..., n0, 6)`."""
         return CapsuleConditional(
             top_presences,
-            pose_lib.predict_child_poses(top["pose"], self.pose_offsets),
+            pose_lib.predict_child_poses(top_poses, self.pose_offsets),
             self.log_affinities,
             self.presence_logits,
             self.pose_scales,

@@ -40,12 +40,12 @@ def predict_child_poses(parent_poses, offsets):
     """Child pose deviations predicted by each parent (eq. 5).
 
     Args:
-        parent_poses: `(batch, n_p, 6)` parent pose deviations `A_i`.
+        parent_poses: `(..., n_p, 6)` parent pose deviations `A_i`.
         offsets: `(n_p, n_c, 6)` part offsets `m_ij` (`M_ij = I + m_ij`).
 
     Returns:
-        `(batch, n_p, n_c, 6)`: `(I + A_i)(I + m_ij) - I`.
+        `(..., n_p, n_c, 6)`: `(I + A_i)(I + m_ij) - I`.
     """
-    parents = affine_matrices(parent_poses)  # (b, i, 3, 3)
+    parents = affine_matrices(parent_poses)  # (..., i, 3, 3)
     parts = affine_matrices(offsets)  # (i, j, 3, 3)
-    return pose_deviations(tf.einsum("bipq,ijqr->bijpr", parents, parts))
+    return pose_deviations(tf.einsum("...ipq,ijqr->...ijpr", parents, parts))

@@ -39,6 +39,10 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             Defaults to 1.0.
         temperature: Concrete temperature of the relaxed presences.
             Defaults to 1.0 (the paper's).
+        top_presence_probability: `p` of eq. 1, the prior probability
+            that a top-layer object is present. None (the default) learns
+            it (logit starting at 0); a float in (0, 1) fixes it, so that
+            every present top capsule costs `log(1 / p)` nats of bound.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -62,6 +66,7 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         clutter_pose_scale=1.0,
         off_pose_scale=1.0,
         temperature=1.0,
+        top_presence_probability=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -76,6 +81,15 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         self.clutter_pose_scale = clutter_pose_scale
         self.off_pose_scale = off_pose_scale
         self.temperature = temperature
+        self.top_presence_probability = top_presence_probability
+        if top_presence_probability is not None and not (
+            0 < top_presence_probability < 1
+        ):
+            raise ValueError(
+                "`GenerativeCapsuleDecoder` expects `top_presence_probability`"
+                " in (0, 1), or None to learn it. Received: "
+                f"top_presence_probability={top_presence_probability!r}."
+            )
         validation.check_positive_ints(
             self,
             ["num_top_capsules", "num_template_capsules", "template_size"],
@@ -111,8 +125,16 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
     def build(self, input_shape=None):
         n0, n1 = self.num_top_capsules, self.num_template_capsules
         size, channels = self.template_size, self.image_shape[-1]
+        fixed_probability = self.top_presence_probability
         self.top_presence_logits = self.add_weight(
-            name="top_presence_logits", shape=(n0,), initializer="zeros"
+            name="top_presence_logits",
+            shape=(n0,),
+            initializer=keras.initializers.Constant(
+                0.0
+                if fixed_probability is None
+                else np.log(fixed_probability / (1 - fixed_probability))
+            ),
+            trainable=fixed_probability is None,
         )
         self.log_affinities = self.add_weight(
             name="log_affinities", shape=(n0, n1), initializer="zeros"
@@ -217,4 +239,5 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             "clutter_pose_scale": self.clutter_pose_scale,
             "off_pose_scale": self.off_pose_scale,
             "temperature": self.temperature,
+            "top_presence_probability": self.top_presence_probability,
         }

@@ -72,6 +72,13 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             (with delta poses the poses are variational parameters). 0
             (the default, the paper's amortised encoder) uses the
             encoder's poses.
+        top_presence_refinement_steps: int >= 0; after the pose steps,
+            the top layer's presences take this many mean-field steps
+            (`distributions.parent_presence_logits`): each parent's logit
+            becomes the prior's plus what switching it on rather than off
+            adds to `log p(t^1, A^1 | t^0, A^0)`, the other parents at
+            their current presences. 0 (the default) uses the encoder's
+            presences.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
@@ -98,6 +105,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         presence_information_weight=0.0,
         selection_information_weight=0.0,
         top_pose_refinement_steps=0,
+        top_presence_refinement_steps=0,
         seed=None,
         **kwargs,
     ):
@@ -117,15 +125,16 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 " to be an int >= 0 (0: no warm-up). Received: "
                 f"{top_kl_warmup_steps!r}."
             )
-        if not (
-            isinstance(top_pose_refinement_steps, (int, np.integer))
-            and top_pose_refinement_steps >= 0
+        for name, steps in (
+            ("top_pose_refinement_steps", top_pose_refinement_steps),
+            ("top_presence_refinement_steps", top_presence_refinement_steps),
         ):
-            raise ValueError(
-                "`GenerativeCapsuleAutoencoder` expects "
-                "`top_pose_refinement_steps` to be an int >= 0 (0: the "
-                f"encoder's poses). Received: {top_pose_refinement_steps!r}."
-            )
+            if not (isinstance(steps, (int, np.integer)) and steps >= 0):
+                raise ValueError(
+                    f"`GenerativeCapsuleAutoencoder` expects `{name}` to be "
+                    "an int >= 0 (0: the encoder's values). Received: "
+                    f"{steps!r}."
+                )
         for name, weight in (
             ("presence_information_weight", presence_information_weight),
             ("selection_information_weight", selection_information_weight),
@@ -144,6 +153,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self.presence_information_weight = float(presence_information_weight)
         self.selection_information_weight = float(selection_information_weight)
         self.top_pose_refinement_steps = int(top_pose_refinement_steps)
+        self.top_presence_refinement_steps = int(top_presence_refinement_steps)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
@@ -201,14 +211,21 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         parameters, its poses refined toward `templates` (a template-layer
         event) when `top_pose_refinement_steps` > 0."""
         posterior = self.posterior_from_parameters(parameters)
-        if not self.top_pose_refinement_steps:
-            return posterior
-        posterior.pose_means = distributions.refine_parent_poses(
-            self.decoder.generative_model(),
-            posterior.mode(),
-            templates,
-            self.top_pose_refinement_steps,
-        )
+        model = self.decoder.generative_model()
+        if self.top_pose_refinement_steps:
+            posterior.pose_means = distributions.refine_parent_poses(
+                model,
+                posterior.mode(),
+                templates,
+                self.top_pose_refinement_steps,
+            )
+        for _ in range(self.top_presence_refinement_steps):
+            posterior.presence_logits = distributions.parent_presence_logits(
+                model,
+                ops.sigmoid(posterior.presence_logits),
+                posterior.pose_means,
+                templates,
+            )
         return posterior
 
     # The bound ---------------------------------------------------------
@@ -343,6 +360,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             "presence_information_weight": self.presence_information_weight,
             "selection_information_weight": self.selection_information_weight,
             "top_pose_refinement_steps": self.top_pose_refinement_steps,
+            "top_presence_refinement_steps": (
+                self.top_presence_refinement_steps
+            ),
             "seed": self.seed,
         }
 
@@ -396,6 +416,7 @@ def generative_capsule_autoencoder(
     presence_information_weight=0.0,
     selection_information_weight=0.0,
     top_pose_refinement_steps=0,
+    top_presence_refinement_steps=0,
     seed=None,
     **decoder_kwargs,
 ):
@@ -438,6 +459,7 @@ def generative_capsule_autoencoder(
         presence_information_weight=presence_information_weight,
         selection_information_weight=selection_information_weight,
         top_pose_refinement_steps=top_pose_refinement_steps,
+        top_presence_refinement_steps=top_presence_refinement_steps,
         seed=seed,
     )
     model.build((None, *image_shape))

@@ -281,6 +281,7 @@ def test_selection_information_against_numpy():
         {"presence_information_weight": 10.0},
         {"selection_information_weight": 10.0},
         {"top_pose_refinement_steps": 2},
+        {"top_presence_refinement_steps": 1},
     ],
 )
 def test_training_options_train_and_round_trip(weights):
