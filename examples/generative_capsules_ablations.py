@@ -19,10 +19,11 @@ import json
 import time
 
 import keras
+import numpy as np
 from absl import app, flags
 
 from examples import generative_training, runs
-from keras_capsules import trainers
+from keras_capsules import distributions, trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
 
 # The script's defaults of the flags of `examples/runs.py` and
@@ -54,6 +55,40 @@ _REPORTED = (
     "val_top_presence_spread",
     "val_top_explained",
 )
+
+
+def single_parent_report(model, images, labels, batch_size=250):
+    """Whether a single top capsule stands for a whole test image
+    (`distributions.single_parent_scores` on the template layer's modes,
+    binary presences): `best_single` and `every`, the mean scores of the
+    best single parent and of every parent present (nats per image);
+    `top_share`, the share of images whose best single parent is the
+    most common one; `class_purity`, the share of images whose best
+    parent's most common class is their own (1.0 when every parent
+    stands for one class, `top_share`-like when one parent wins all)."""
+    generative = model.decoder.generative_model(relaxed=False)
+    single, every = [], []
+    for start in range(0, len(images), batch_size):
+        modes = model.template_posterior(
+            images[start : start + batch_size]
+        ).mode()
+        templates = {
+            "presence": keras.ops.cast(modes["presence_logit"] > 0, "float32"),
+            "pose": modes["pose"],
+        }
+        scores = distributions.single_parent_scores(generative, templates)
+        single.append(np.asarray(scores[0]))
+        every.append(np.asarray(scores[1]))
+    single, every = np.concatenate(single), np.concatenate(every)
+    best = single.argmax(axis=1)
+    counts = np.zeros((labels.max() + 1, single.shape[1]), int)
+    np.add.at(counts, (labels, best), 1)
+    return {
+        "best_single": round(float(single.max(axis=1).mean()), 2),
+        "every": round(float(every.mean()), 2),
+        "top_share": round(float(np.bincount(best).max() / len(best)), 3),
+        "class_purity": round(float(counts.max(axis=0).sum() / len(best)), 3),
+    }
 
 
 def main(argv):
@@ -103,6 +138,9 @@ def main(argv):
         "name": _NAME.value,
         "secs": round(seconds),
         "probe": probe,
+        "single_parent": single_parent_report(
+            model, test[:1000], test_labels[:1000]
+        ),
         **{
             key: [round(float(v), 2) for v in history[key]] for key in _REPORTED
         },

@@ -30,6 +30,10 @@ from keras_capsules.distributions.poses import (
     predict_child_poses,
 )
 from keras_capsules.distributions.presences import relaxed_presence
+from keras_capsules.distributions.single_parents import (
+    parent_set_scores,
+    single_parent_scores,
+)
 from keras_capsules.distributions.template_rendering import (
     alpha_composite,
     render_templates,
@@ -51,11 +55,13 @@ __all__ = [
     "layer_information",
     "parent_pose_step",
     "parent_presence_logits",
+    "parent_set_scores",
     "pose_deviations",
     "predict_child_poses",
     "refine_parent_poses",
     "relaxed_presence",
     "render_templates",
+    "single_parent_scores",
     "template_image_likelihood",
     "warp_templates",
 ]

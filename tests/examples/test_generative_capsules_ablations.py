@@ -24,6 +24,8 @@ def test_one_variant_writes_its_line():
         normalize_top_encoder_inputs=True,
         selection_information_weight=1.0,
         top_pose_refinement_steps=1,
+        top_presence_refinement_steps=1,
+        top_presence_probability=0.2,
         output=output,
     ):
         generative_capsules_ablations.main(["prog"])
@@ -34,3 +36,7 @@ def test_one_variant_writes_its_line():
     assert len(result["val_top_information"]) == 2
     assert len(result["elbo"]) == 2
     assert 0.0 <= result["probe"]["t0"] <= 1.0
+    single = result["single_parent"]
+    assert single["every"] > -1e6 and single["best_single"] > -1e6
+    assert 0.0 < single["top_share"] <= 1.0
+    assert 0.0 < single["class_purity"] <= 1.0
