@@ -65,7 +65,8 @@ def single_parent_report(model, images, labels, batch_size=250):
     `top_share`, the share of images whose best single parent is the
     most common one; `class_purity`, the share of images whose best
     parent's most common class is their own (1.0 when every parent
-    stands for one class, `top_share`-like when one parent wins all)."""
+    stands for one class; the most common class's share when one parent
+    wins every image)."""
     generative = model.decoder.generative_model(relaxed=False)
     single, every = [], []
     for start in range(0, len(images), batch_size):

@@ -21,9 +21,10 @@ def free_form_inference(
     `num_steps` Adam steps maximise the one-sample bound (eq. 8) with the
     generative parameters held fixed. The selections stay summed out, so
     each step is one sweep of an EM algorithm (section 2.4). A model with
-    `top_pose_refinement_steps` keeps computing its top poses: the free
-    parameters are where its EM steps start, at every step and in the
-    returned latents, as in training.
+    `top_pose_refinement_steps` (`top_presence_refinement_steps`) keeps
+    computing its top poses (presences): the free parameters are where
+    its steps start, at every step and in the returned latents, as in
+    training.
 
     Args:
         autoencoder: a trained `GenerativeCapsuleAutoencoder`.

@@ -86,11 +86,19 @@ def test_free_form_inference_raises_the_bound():
     assert latents["top_poses"].shape == (8, 3, 6)
 
 
-@pytest.mark.parametrize("refinement_steps", [0, 2])
-def test_free_form_inference_starts_where_the_encoders_end(refinement_steps):
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"top_pose_refinement_steps": 2},
+        {"top_presence_refinement_steps": 1},
+    ],
+    ids=["encoder", "computed_poses", "computed_presences"],
+)
+def test_free_form_inference_starts_where_the_encoders_end(options):
     # With a zero learning rate nothing moves, so the latents must be
-    # `encode`'s, computed top poses included.
-    model = tiny_autoencoder(top_pose_refinement_steps=refinement_steps)
+    # `encode`'s, computed top poses and presences included.
+    model = tiny_autoencoder(**options)
     images = shapes(8)
     latents, _ = trainers.free_form_inference(
         model, images, num_steps=2, learning_rate=0.0
@@ -98,13 +106,21 @@ def test_free_form_inference_starts_where_the_encoders_end(refinement_steps):
     encoded = model.encode(images)
     for key, value in encoded.items():
         np.testing.assert_allclose(latents[key], value, atol=1e-5, err_msg=key)
-    if refinement_steps:
-        raw = model.posterior_from_parameters(
-            model.top_encoder(
-                model.template_capsules(model.template_posterior(images).mode())
-            )
-        ).pose_means
-        assert np.abs(np.asarray(raw) - encoded["top_poses"]).max() > 1e-3
+    raw = model.posterior_from_parameters(
+        model.top_encoder(
+            model.template_capsules(model.template_posterior(images).mode())
+        )
+    )
+    for name, key, value in (
+        ("top_pose_refinement_steps", "top_poses", raw.pose_means),
+        (
+            "top_presence_refinement_steps",
+            "top_presence_logits",
+            raw.presence_logits,
+        ),
+    ):
+        difference = np.abs(np.asarray(value) - encoded[key]).max()
+        assert (difference > 1e-3) == (name in options), (name, difference)
 
 
 def autoencoder_with_linear_top_encoder(kernel_scale):
