@@ -208,9 +208,14 @@ class GenerativeCapsuleAutoencoder(keras.Model):
 
     def top_posterior_from_parameters(self, parameters, templates):
         """The top layer's `CapsulePosterior` from `(batch, n0, p)`
-        parameters, its poses refined toward `templates` (a template-layer
-        event) when `top_pose_refinement_steps` > 0."""
+        parameters, its poses (then presences) computed from `templates`
+        (a template-layer event) when `top_pose_refinement_steps`
+        (`top_presence_refinement_steps`) > 0."""
         posterior = self.posterior_from_parameters(parameters)
+        if not (
+            self.top_pose_refinement_steps or self.top_presence_refinement_steps
+        ):
+            return posterior
         model = self.decoder.generative_model()
         if self.top_pose_refinement_steps:
             posterior.pose_means = distributions.refine_parent_poses(
