@@ -1,8 +1,9 @@
 """Short runs that ask why the generative capsule model's top layer goes
 unused (README, "Generative capsules"): each trains the model with one set
 of options and prints one JSON line with the bound, the top layer's
-information per epoch (`distributions.layer_information`) and a quick
-linear probe on `t0` and `(t0, A0)`.
+information per epoch (`distributions.layer_information`), a quick
+linear probe on `t0` and `(t0, A0)`, whether a single parent stands for a
+digit, and how the template presences vary between digits.
 
 The default recipe: 20,000 MNIST training digits centred on 40x40
 canvases, 2 epochs, Adam 1e-3, batch 64; the probe learns from 5,000 of
@@ -92,6 +93,44 @@ def single_parent_report(model, images, labels, batch_size=250):
     }
 
 
+def template_presence_logits(model, images, batch_size=250):
+    """`(n, n1)` logits of `q(t^1 = 1 | X)` of `images`."""
+    return np.concatenate(
+        [
+            np.asarray(
+                model.template_posterior(
+                    images[start : start + batch_size]
+                ).presence_logits
+            )
+            for start in range(0, len(images), batch_size)
+        ]
+    )
+
+
+def template_presence_report(model, train, train_labels, test, test_labels):
+    """Whether the template presences vary with the digit: on `test`,
+    `present`, the mean number of templates with `q(t^1 = 1) > 0.5`;
+    `information`, their presence information in nats per image
+    (`distributions.layer_information`); `probe`, a linear probe on the
+    template presence logits (learned from `train`)."""
+    train_logits = template_presence_logits(model, train)
+    test_logits = template_presence_logits(model, test)
+    information = distributions.layer_information(
+        test_logits, np.zeros((*test_logits.shape, 1), np.float32)
+    )["presence_information"]
+    probe = trainers.linear_probe_accuracy(
+        train_logits,
+        train_labels,
+        {"test": (test_logits, test_labels)},
+        epochs=30,
+    )["test"]
+    return {
+        "present": round(float((test_logits > 0).sum(axis=1).mean()), 2),
+        "information": round(float(information), 2),
+        "probe": round(probe, 3),
+    }
+
+
 def main(argv):
     del argv
     runs.set_defaults(**DEFAULTS)
@@ -141,6 +180,9 @@ def main(argv):
         "probe": probe,
         "single_parent": single_parent_report(
             model, test[:1000], test_labels[:1000]
+        ),
+        "template_presences": template_presence_report(
+            model, train[:5000], train_labels[:5000], test, test_labels
         ),
         **{
             key: [round(float(v), 2) for v in history[key]] for key in _REPORTED

@@ -61,6 +61,23 @@ SELECTION_INFORMATION_WEIGHT = flags.DEFINE_float(
     "Adds this multiple of the image's information about which parents "
     "explain its templates to the bound.",
 )
+TEMPLATE_PRESENCE_INFORMATION_WEIGHT = flags.DEFINE_float(
+    "template_presence_information_weight",
+    0.0,
+    "Adds this multiple of the template presences' information to the bound.",
+)
+TEMPLATE_COUNT_WEIGHT = flags.DEFINE_float(
+    "template_count_weight",
+    0.0,
+    "Subtracts this multiple of the squared difference between each "
+    "image's expected number of templates and --template_count_target "
+    "from the bound.",
+)
+TEMPLATE_COUNT_TARGET = flags.DEFINE_float(
+    "template_count_target",
+    None,
+    "Templates per image that --template_count_weight asks for.",
+)
 TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
     "top_pose_refinement_steps",
     None,
@@ -111,6 +128,11 @@ def build_model(image_shape):
         normalize_top_encoder_inputs=NORMALIZE_TOP_INPUTS.value,
         presence_information_weight=PRESENCE_INFORMATION_WEIGHT.value,
         selection_information_weight=SELECTION_INFORMATION_WEIGHT.value,
+        template_presence_information_weight=(
+            TEMPLATE_PRESENCE_INFORMATION_WEIGHT.value
+        ),
+        template_count_weight=TEMPLATE_COUNT_WEIGHT.value,
+        template_count_target=TEMPLATE_COUNT_TARGET.value,
         top_pose_refinement_steps=TOP_POSE_REFINEMENT_STEPS.value,
         top_presence_refinement_steps=TOP_PRESENCE_REFINEMENT_STEPS.value,
         min_pose_scale=MIN_POSE_SCALE.value,

@@ -51,8 +51,8 @@ def capsule_elbo(
     Returns:
         Dict of `(batch,)` tensors: `elbo`, `reconstruction`,
         `template_kl`, `top_kl` (one-sample estimates of the KL terms);
-        and the draws `templates` and `top` (event dicts) and the top
-        layer's `top_posterior`.
+        and the draws `templates` and `top` (event dicts), and the two
+        layers' posteriors `template_posterior` and `top_posterior`.
     """
     template_seed, top_seed = tfp.random.split_seed(seed, 2)
     templates = template_posterior.sample(template_seed, rows)
@@ -73,5 +73,6 @@ def capsule_elbo(
         "top_kl": top_kl,
         "templates": templates,
         "top": top,
+        "template_posterior": template_posterior,
         "top_posterior": top_posterior,
     }

@@ -9,7 +9,9 @@ from keras_capsules.models.capsule_classifier import (
 )
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
+    expected_presence_count,
     generative_capsule_autoencoder,
+    presence_information,
     selection_information,
     top_layer_features,
 )
@@ -49,11 +51,13 @@ __all__ = [
     "capsule_classifier",
     "classifier_loss",
     "default_backbone",
+    "expected_presence_count",
     "generative_capsule_autoencoder",
     "heinsen_image",
     "heinsen_sequence",
     "matrix_capsnet",
     "matrix_capsnet_recipe_settings",
+    "presence_information",
     "selection_information",
     "small_matrix_capsnet",
     "template_encoder",

@@ -64,6 +64,23 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             over the batch (the posterior sparsity of Kosiorek et al.,
             2019, on the selection posterior of eq. 9). 0 (the default)
             trains the bound alone.
+        template_presence_information_weight: float >= 0; training adds
+            this multiple of the template layer's presence information
+            over each batch (`distributions.layer_information` of
+            `q(t^1 | X)`): confident template presences that differ
+            between images, so that which templates make up a digit can
+            tell its parent (through `gamma_ij`, eq. 4). 0 (the default)
+            trains the bound alone.
+        template_count_weight: float >= 0; training subtracts this
+            multiple of `(sum_j q(t^1_j = 1 | X) - template_count_target)^2`
+            per image from the bound: each image is drawn with about
+            `template_count_target` templates (the within-example
+            sparsity of Kosiorek et al., 2019, on the template layer), so
+            that which templates it uses depends on its shape. 0 (the
+            default) trains the bound alone.
+        template_count_target: float in (0, n1], the number of templates
+            per image `template_count_weight` asks for; required when that
+            weight is > 0.
         top_pose_refinement_steps: int >= 0; the top layer's poses start
             where the top encoder puts them and take this many EM steps
             toward the poses that best explain the template poses under
@@ -106,6 +123,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         selection_information_weight=0.0,
         top_pose_refinement_steps=0,
         top_presence_refinement_steps=0,
+        template_presence_information_weight=0.0,
+        template_count_weight=0.0,
+        template_count_target=None,
         seed=None,
         **kwargs,
     ):
@@ -138,12 +158,28 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         for name, weight in (
             ("presence_information_weight", presence_information_weight),
             ("selection_information_weight", selection_information_weight),
+            (
+                "template_presence_information_weight",
+                template_presence_information_weight,
+            ),
+            ("template_count_weight", template_count_weight),
         ):
             if not weight >= 0:
                 raise ValueError(
                     f"`GenerativeCapsuleAutoencoder` expects `{name}` >= 0 "
                     f"(0: the bound alone). Received: {weight!r}."
                 )
+        num_templates = decoder.num_template_capsules
+        if template_count_weight and not (
+            template_count_target is not None
+            and 0 < template_count_target <= num_templates
+        ):
+            raise ValueError(
+                "`GenerativeCapsuleAutoencoder` expects `template_count_target`"
+                f" in (0, {num_templates}] (the decoder's number of templates) "
+                "when `template_count_weight` > 0. Received: "
+                f"{template_count_target!r}."
+            )
         self.decoder = decoder
         self.template_encoder = template_encoder
         self.top_encoder = top_encoder
@@ -154,6 +190,15 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self.selection_information_weight = float(selection_information_weight)
         self.top_pose_refinement_steps = int(top_pose_refinement_steps)
         self.top_presence_refinement_steps = int(top_presence_refinement_steps)
+        self.template_presence_information_weight = float(
+            template_presence_information_weight
+        )
+        self.template_count_weight = float(template_count_weight)
+        self.template_count_target = (
+            None
+            if template_count_target is None
+            else float(template_count_target)
+        )
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
@@ -286,13 +331,21 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 - terms["template_kl"]
                 - self.top_kl_weight() * terms["top_kl"]
             )
-            if self.presence_information_weight:
-                top = terms["top_posterior"]
-                presence_information = distributions.layer_information(
-                    top.presence_logits, top.pose_means
-                )["presence_information"]
-                objective -= (
-                    self.presence_information_weight * presence_information
+            for weight, posterior in (
+                (self.presence_information_weight, terms["top_posterior"]),
+                (
+                    self.template_presence_information_weight,
+                    terms["template_posterior"],
+                ),
+            ):
+                if weight:
+                    objective -= weight * presence_information(posterior)
+            if self.template_count_weight:
+                objective += self.template_count_weight * ops.mean(
+                    ops.square(
+                        expected_presence_count(terms["template_posterior"])
+                        - self.template_count_target
+                    )
                 )
             if self.selection_information_weight:
                 conditional = self.decoder.generative_model()
@@ -368,6 +421,11 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             "top_presence_refinement_steps": (
                 self.top_presence_refinement_steps
             ),
+            "template_presence_information_weight": (
+                self.template_presence_information_weight
+            ),
+            "template_count_weight": self.template_count_weight,
+            "template_count_target": self.template_count_target,
             "seed": self.seed,
         }
 
@@ -377,6 +435,21 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         for key in ("decoder", "template_encoder", "top_encoder"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def presence_information(posterior):
+    """The information between the image and a layer's presences over
+    a batch (`distributions.layer_information` of a `CapsulePosterior`),
+    in nats per image."""
+    return distributions.layer_information(
+        posterior.presence_logits, posterior.pose_means
+    )["presence_information"]
+
+
+def expected_presence_count(posterior):
+    """`(batch,)` expected number of present capsules, `sum_j q(t_j = 1)`,
+    of a `CapsulePosterior`."""
+    return ops.sum(ops.sigmoid(posterior.presence_logits), axis=-1)
 
 
 def selection_information(selection_posterior):
@@ -422,6 +495,9 @@ def generative_capsule_autoencoder(
     selection_information_weight=0.0,
     top_pose_refinement_steps=0,
     top_presence_refinement_steps=0,
+    template_presence_information_weight=0.0,
+    template_count_weight=0.0,
+    template_count_target=None,
     seed=None,
     **decoder_kwargs,
 ):
@@ -431,9 +507,10 @@ def generative_capsule_autoencoder(
     `template_channels` and `coordinate_channels` go to
     `generative_capsules.template_encoder`; `normalize_top_encoder_inputs`
     to `generative_capsules.top_encoder` (as `normalize_inputs`);
-    `top_kl_warmup_steps`, `stop_gradient_between_layers`,
-    `presence_information_weight`, `selection_information_weight` and
-    `top_pose_refinement_steps` to the model; `decoder_kwargs` to
+    `top_kl_warmup_steps`, `stop_gradient_between_layers`, the
+    information weights, the template count and the refinement steps to
+    the model;
+    `decoder_kwargs` to
     `GenerativeCapsuleDecoder` (pixel noise, temperature, ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
         num_top_capsules=num_top_capsules,
@@ -465,6 +542,11 @@ def generative_capsule_autoencoder(
         selection_information_weight=selection_information_weight,
         top_pose_refinement_steps=top_pose_refinement_steps,
         top_presence_refinement_steps=top_presence_refinement_steps,
+        template_presence_information_weight=(
+            template_presence_information_weight
+        ),
+        template_count_weight=template_count_weight,
+        template_count_target=template_count_target,
         seed=seed,
     )
     model.build((None, *image_shape))

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_capsules import datasets, models, trainers
+from keras_capsules import datasets, distributions, models, trainers
+from keras_capsules.models import (
+    generative_capsule_autoencoder as autoencoder_module,
+)
 
 
 def tiny_autoencoder(pose_posterior="delta", **options):
@@ -298,6 +301,8 @@ def test_selection_information_against_numpy():
         {"selection_information_weight": 10.0},
         {"top_pose_refinement_steps": 2},
         {"top_presence_refinement_steps": 1},
+        {"template_presence_information_weight": 10.0},
+        {"template_count_weight": 1.0, "template_count_target": 2.0},
     ],
 )
 def test_training_options_train_and_round_trip(weights):
@@ -319,6 +324,71 @@ def test_training_options_train_and_round_trip(weights):
             model.top_encoder,
             **{name: -1.0},
         )
+
+
+def test_template_presence_information_weight_makes_templates_differ():
+    """The bonus on the template layer's presence information makes the
+    template presences depend on the image; the bound alone does not."""
+    images = shapes(64)
+    information = {}
+    for weight in (0.0, 50.0):
+        keras.utils.set_random_seed(0)
+        model = tiny_autoencoder(template_presence_information_weight=weight)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        model.fit(images, batch_size=16, epochs=15, verbose=0)
+        information[weight] = float(
+            models.presence_information(model.template_posterior(images))
+        )
+    # The bonus starts slowly (its gradient grows with how much images
+    # already differ), then takes off: 0.05 against 2.0 nats here.
+    assert information[0.0] < 0.2 < 1.0 < information[50.0], information
+
+
+def test_template_count_weight_draws_images_with_the_target_count():
+    images = shapes(64)
+    counts = {}
+    for weight in (0.0, 100.0):
+        keras.utils.set_random_seed(0)
+        model = tiny_autoencoder(
+            template_count_weight=weight, template_count_target=1.0
+        )
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        model.fit(images, batch_size=16, epochs=15, verbose=0)
+        posterior = model.template_posterior(images)
+        count = models.expected_presence_count(posterior)
+        np.testing.assert_allclose(
+            count,
+            (1 / (1 + np.exp(-np.asarray(posterior.presence_logits)))).sum(-1),
+            rtol=1e-5,
+        )
+        counts[weight] = float(np.mean(count))
+    # 4 templates; the bound alone keeps about all of them.
+    assert abs(counts[100.0] - 1.0) < 0.5 < counts[0.0] - 1.0, counts
+
+
+@pytest.mark.parametrize("target", [None, 0.0, 5.0])
+def test_template_count_needs_a_target_within_the_templates(target):
+    model = tiny_autoencoder()
+    with pytest.raises(ValueError, match="template_count_target"):
+        models.GenerativeCapsuleAutoencoder(
+            model.decoder,
+            model.template_encoder,
+            model.top_encoder,
+            template_count_weight=1.0,
+            template_count_target=target,
+        )
+
+
+def test_presence_information_is_the_layers_presence_part():
+    model = tiny_autoencoder()
+    posterior = model.template_posterior(shapes(8))
+    np.testing.assert_allclose(
+        models.presence_information(posterior),
+        distributions.layer_information(
+            posterior.presence_logits, posterior.pose_means
+        )["presence_information"],
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("coordinate_channels", [False, True])
