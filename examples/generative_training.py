@@ -106,6 +106,9 @@ ZERO_POSE_OFFSETS = flags.DEFINE_boolean(
 TEMPLATE_CHANNELS = flags.DEFINE_integer(
     "template_channels", 32, "Channels of the template encoder's CNN."
 )
+TEMPLATE_SIZE = flags.DEFINE_integer(
+    "template_size", 12, "Side of the square templates (the paper's 12)."
+)
 TEMPERATURE = flags.DEFINE_float(
     "temperature", 1.0, "Concrete temperature of the relaxed presences."
 )
@@ -124,6 +127,7 @@ def build_model(image_shape):
         image_shape=image_shape,
         pose_posterior=POSE_POSTERIOR.value,
         template_channels=TEMPLATE_CHANNELS.value,
+        template_size=TEMPLATE_SIZE.value,
         coordinate_channels=COORDINATE_CHANNELS.value,
         normalize_top_encoder_inputs=NORMALIZE_TOP_INPUTS.value,
         presence_information_weight=PRESENCE_INFORMATION_WEIGHT.value,

@@ -509,9 +509,8 @@ def generative_capsule_autoencoder(
     to `generative_capsules.top_encoder` (as `normalize_inputs`);
     `top_kl_warmup_steps`, `stop_gradient_between_layers`, the
     information weights, the template count and the refinement steps to
-    the model;
-    `decoder_kwargs` to
-    `GenerativeCapsuleDecoder` (pixel noise, temperature, ...)."""
+    the model; `decoder_kwargs` to `GenerativeCapsuleDecoder` (template
+    size, pixel noise, temperature, ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
         num_top_capsules=num_top_capsules,
         num_template_capsules=num_template_capsules,
