@@ -10,9 +10,6 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import datasets, distributions, models, trainers
-from keras_capsules.models import (
-    generative_capsule_autoencoder as autoencoder_module,
-)
 
 
 def tiny_autoencoder(pose_posterior="delta", **options):
