@@ -1,6 +1,6 @@
 """The generative-capsule ablation script runs a variant end to end and
 appends one JSON line with the bound, the top layer's information per
-epoch and the probes."""
+epoch, the probes and the template presences."""
 
 import json
 import os
@@ -26,6 +26,10 @@ def test_one_variant_writes_its_line():
         top_pose_refinement_steps=1,
         top_presence_refinement_steps=1,
         top_presence_probability=0.2,
+        template_presence_information_weight=1.0,
+        template_count_weight=0.1,
+        template_count_target=8.0,
+        template_size=8,
         output=output,
     ):
         generative_capsules_ablations.main(["prog"])
@@ -40,3 +44,7 @@ def test_one_variant_writes_its_line():
     assert single["every"] > -1e6 and single["best_single"] > -1e6
     assert 0.0 < single["top_share"] <= 1.0
     assert 0.0 < single["class_purity"] <= 1.0
+    templates = result["template_presences"]
+    assert 0.0 <= templates["present"] <= 16.0
+    assert templates["information"] >= 0.0
+    assert 0.0 <= templates["probe"] <= 1.0
