@@ -106,6 +106,14 @@ ZERO_POSE_OFFSETS = flags.DEFINE_boolean(
 TEMPLATE_CHANNELS = flags.DEFINE_integer(
     "template_channels", 32, "Channels of the template encoder's CNN."
 )
+NUM_TOP_CAPSULES = flags.DEFINE_integer(
+    "num_top_capsules", 16, "Top-layer (object) capsules, n0 (the paper's 16)."
+)
+NUM_TEMPLATE_CAPSULES = flags.DEFINE_integer(
+    "num_template_capsules",
+    16,
+    "Template (part) capsules, n1 (the paper's 16).",
+)
 TEMPLATE_SIZE = flags.DEFINE_integer(
     "template_size", 12, "Side of the square templates (the paper's 12)."
 )
@@ -125,6 +133,8 @@ def build_model(image_shape):
     with Adam at `--learning_rate` (call in the strategy's scope)."""
     model = models.generative_capsule_autoencoder(
         image_shape=image_shape,
+        num_top_capsules=NUM_TOP_CAPSULES.value,
+        num_template_capsules=NUM_TEMPLATE_CAPSULES.value,
         pose_posterior=POSE_POSTERIOR.value,
         template_channels=TEMPLATE_CHANNELS.value,
         template_size=TEMPLATE_SIZE.value,
