@@ -117,6 +117,12 @@ NUM_TEMPLATE_CAPSULES = flags.DEFINE_integer(
 TEMPLATE_SIZE = flags.DEFINE_integer(
     "template_size", 12, "Side of the square templates (the paper's 12)."
 )
+OFF_POSE_SCALE = flags.DEFINE_float(
+    "off_pose_scale",
+    1.0,
+    "Pose std lambda_off of absent capsules (eq. 6; the paper does not"
+    " give it).",
+)
 TEMPERATURE = flags.DEFINE_float(
     "temperature", 1.0, "Concrete temperature of the relaxed presences."
 )
@@ -153,6 +159,7 @@ def build_model(image_shape):
         initial_pose_scale=INITIAL_POSE_SCALE.value,
         top_kl_warmup_steps=TOP_KL_WARMUP_STEPS.value,
         stop_gradient_between_layers=STOP_GRADIENT.value,
+        off_pose_scale=OFF_POSE_SCALE.value,
         temperature=TEMPERATURE.value,
         top_presence_probability=TOP_PRESENCE_PROBABILITY.value,
         seed=runs.SEED.value,
