@@ -36,7 +36,10 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         clutter_affinity: `rho_0j` of the dummy parent. Defaults to 0.1.
         clutter_pose_scale: pose std `c_0j` of clutter. Defaults to 1.0.
         off_pose_scale: pose std `lambda_off` of absent capsules (eq. 6).
-            Defaults to 1.0.
+            Defaults to 1.0. At 1.0 switching a template off costs its
+            pose about 6 log(1 / c_ij) nats, so every template stays
+            present; near `min_pose_scale` templates switch off in some
+            digits (README, "Is the top layer used?").
         temperature: Concrete temperature of the relaxed presences.
             Defaults to 1.0 (the paper's).
         top_presence_probability: `p` of eq. 1, the prior probability
