@@ -101,8 +101,13 @@ def xla_planned_memory_mb(directory, function_name="step"):
     return round(max(planned), 1) if planned else None
 
 
+def on_gpu():
+    """Whether TensorFlow sees a GPU (and so places the work there)."""
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
 def _allocator_device():
-    return "GPU:0" if tf.config.list_physical_devices("GPU") else "CPU:0"
+    return "GPU:0" if on_gpu() else "CPU:0"
 
 
 def _allocator_info():
