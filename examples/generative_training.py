@@ -174,6 +174,21 @@ def build_model(image_shape):
     return model
 
 
+def apply_inference_flags(model):
+    """Sets on a saved `model`, loaded for evaluation, the ways of
+    computing its top layer that the command line gives
+    (`--top_pose_refinement_steps`, `--top_presence_refinement_steps`),
+    so that a model can be evaluated with its top poses or presences
+    computed otherwise than in its training; returns `{flag: value}` of
+    those set. Flags left at their defaults keep the saved model's."""
+    given = {}
+    for flag in (TOP_POSE_REFINEMENT_STEPS, TOP_PRESENCE_REFINEMENT_STEPS):
+        if not flags.FLAGS[flag.name].using_default_value:
+            setattr(model, flag.name, int(flag.value))
+            given[flag.name] = int(flag.value)
+    return given
+
+
 def training_images(images):
     """`images` as shuffled batches of `--batch_size` as a function of
     the epoch (for `runs.fit`; the last partial batch dropped: one batch

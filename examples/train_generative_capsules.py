@@ -30,7 +30,9 @@ probes (Table 1).
 (`model.keras`), the VAE, `history.csv`, `results.json` (the schema of
 `examples/runs.py`, the test images' bound as `evaluation`, with
 `parameters_by_part`, `probe` and `free_form`) and the figures;
-`--evaluate_only` reloads them and writes `evaluation.json` instead;
+`--evaluate_only` reloads them and writes `evaluation.json` instead (with
+`--top_pose_refinement_steps` or `--top_presence_refinement_steps` given,
+the reloaded model computes its top layer that way);
 `--export_dir` writes a SavedModel whose `serve` signature maps images to
 their latent variables and reconstruction.
 
@@ -232,6 +234,9 @@ def load_or_fit(train, test, strategy):
     vae_epochs = runs.EPOCHS.value if vae_epochs is None else vae_epochs
     if _EVALUATE_ONLY.value:
         model = keras.models.load_model(os.path.join(model_dir, "model.keras"))
+        given = generative_training.apply_inference_flags(model)
+        if given:
+            print("evaluating with", given, flush=True)
         vae_path = os.path.join(model_dir, "vae.keras")
         vae = keras.models.load_model(vae_path) if vae_epochs else None
         return model, {}, vae

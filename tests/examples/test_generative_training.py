@@ -1,5 +1,6 @@
 """The generative-capsule examples' model builder: the decoder's flags
-reach the model they build."""
+reach the model they build, and an evaluation of a saved model takes the
+ways of computing its top layer that its command line gives."""
 
 from absl import flags
 from absl.testing import flagsaver
@@ -7,9 +8,13 @@ from absl.testing import flagsaver
 from examples import generative_training
 
 
-def test_build_model_passes_the_decoder_flags():
+def _parse_flags():
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
+
+
+def test_build_model_passes_the_decoder_flags():
+    _parse_flags()
     with flagsaver.flagsaver(
         num_top_capsules=5,
         num_template_capsules=4,
@@ -30,3 +35,29 @@ def test_build_model_passes_the_decoder_flags():
     assert decoder.temperature == 0.5
     assert decoder.top_presence_probability == 0.2
     assert decoder.min_pose_scale == 0.05
+
+
+def test_inference_flags_given_change_a_saved_model_and_defaults_do_not():
+    _parse_flags()
+    with flagsaver.flagsaver(
+        num_top_capsules=3,
+        num_template_capsules=3,
+        template_size=4,
+        top_pose_refinement_steps=1,
+    ):
+        model = generative_training.build_model((12, 12, 1))
+    assert model.top_pose_refinement_steps == 1
+    assert model.top_presence_refinement_steps == 0
+
+    # Neither flag given: the saved model's ways are kept.
+    assert generative_training.apply_inference_flags(model) == {}
+    assert model.top_pose_refinement_steps == 1
+    assert model.top_presence_refinement_steps == 0
+
+    with flagsaver.flagsaver(top_presence_refinement_steps=2):
+        given = generative_training.apply_inference_flags(model)
+    assert given == {"top_presence_refinement_steps": 2}
+    assert model.top_presence_refinement_steps == 2
+    assert model.top_pose_refinement_steps == 1
+    # The model saves what it now computes.
+    assert model.get_config()["top_presence_refinement_steps"] == 2
