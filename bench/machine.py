@@ -86,20 +86,18 @@ def _gpu_copy_gb_per_second(num_bytes, repeats):
             target = target * scale
         return target[0]
 
-    options = tf.config.optimizer.get_experimental_options()
+    was_on = tf.config.optimizer.get_experimental_options().get(
+        "arithmetic_optimization",
+        True,  # On unless set.
+    )
     tf.config.optimizer.set_experimental_options(
-        {**options, "arithmetic_optimization": False}
+        {"arithmetic_optimization": False}
     )
     try:
         seconds = measure.best_seconds(lambda: copy().numpy(), repeats)
-    finally:  # On by default.
+    finally:
         tf.config.optimizer.set_experimental_options(
-            {
-                **options,
-                "arithmetic_optimization": options.get(
-                    "arithmetic_optimization", True
-                ),
-            }
+            {"arithmetic_optimization": was_on}
         )
     return passes * 2 * num_bytes / seconds / 1e9
 
