@@ -32,7 +32,8 @@ probes (Table 1).
 `parameters_by_part`, `probe` and `free_form`) and the figures;
 `--evaluate_only` reloads them and writes `evaluation.json` instead (with
 `--top_pose_refinement_steps` or `--top_presence_refinement_steps` given,
-the reloaded model computes its top layer that way);
+the reloaded model computes its top layer that way; `model.keras` is
+left as trained);
 `--export_dir` writes a SavedModel whose `serve` signature maps images to
 their latent variables and reconstruction.
 
@@ -344,7 +345,8 @@ def main(argv):
         print(f"free form: {results['free_form']}", flush=True)
     if runs.FIGURES.value:
         write_figures(model, test_sets, model_dir)
-    model.save(os.path.join(model_dir, "model.keras"))
+    if not _EVALUATE_ONLY.value:  # An evaluation leaves the trained model.
+        model.save(os.path.join(model_dir, "model.keras"))
     runs.export_serving(
         model,
         tf.TensorSpec((None, *train.shape[1:]), tf.float32, "images"),

@@ -1,12 +1,15 @@
 """The generative-capsule example: the bound rises, probes and test-time
 inference report, the model saves, exports and serves in a fresh process."""
 
+import json
 import os
 import tempfile
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import flags
+from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import train_generative_capsules
@@ -14,6 +17,8 @@ from tests.examples.test_train_capsnet import (
     run_in_process,
     serve_in_fresh_process,
 )
+
+FLAGS = flags.FLAGS
 
 
 class TrainGenerativeCapsulesTest(tf.test.TestCase):
@@ -66,6 +71,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         for name in ("top_information", "val_top_information"):
             self.assertIn(name, columns)
         self.assertLen(results["history"]["val_top_information"], 3)
+        self._evaluates_without_changing_the_run(directory)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
         served = serve_in_fresh_process(
             export_dir, batch.astype(np.float32), directory
@@ -81,6 +87,48 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             model.encode(batch.astype(np.float32))["top_presence_logits"],
             atol=1e-4,
         )
+
+    def _evaluates_without_changing_the_run(self, directory):
+        """`--evaluate_only` with the top presences computed writes
+        `evaluation.json` and leaves `model.keras` and `results.json` as
+        training wrote them."""
+        model_path = os.path.join(directory, "model.keras")
+        results_path = os.path.join(directory, "results.json")
+        with open(results_path) as f:
+            results = f.read()
+        weights = keras.models.load_model(model_path).get_weights()
+        FLAGS.mark_as_parsed()
+        with flagsaver.flagsaver(
+            dataset="procedural_shapes",
+            canvas_size=28,
+            train_size=192,
+            probe_train_size=192,
+            probe_test_size=32,
+            probe_epochs=2,
+            rotations=["0"],
+            vae_epochs=0,
+            free_form_steps=0,
+            jit_compile="false",
+            evaluate_only=True,
+            top_presence_refinement_steps=1,
+            figures=False,
+            model_dir=directory,
+        ):
+            train_generative_capsules.main(["prog"])
+        with open(os.path.join(directory, "evaluation.json")) as f:
+            evaluation = json.load(f)
+        self.assertEqual(
+            evaluation["flags"]["top_presence_refinement_steps"], 1
+        )
+        self.assertCountEqual(
+            evaluation["probe"]["upright"]["t0"], ["rotated_0", "affine"]
+        )
+        with open(results_path) as f:
+            self.assertEqual(f.read(), results)
+        reloaded = keras.models.load_model(model_path)
+        self.assertEqual(reloaded.top_presence_refinement_steps, 0)
+        for saved, now in zip(weights, reloaded.get_weights()):
+            self.assertAllEqual(saved, now)
 
 
 if __name__ == "__main__":
