@@ -1,5 +1,6 @@
 """The generative-capsule example: the bound rises, probes and test-time
-inference report, the model saves, exports and serves in a fresh process."""
+inference report, the model saves, exports and serves in a fresh process,
+and `--evaluate_only` leaves the trained run as it was."""
 
 import json
 import os
@@ -127,6 +128,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             self.assertEqual(f.read(), results)
         reloaded = keras.models.load_model(model_path)
         self.assertEqual(reloaded.top_presence_refinement_steps, 0)
+        self.assertLen(reloaded.get_weights(), len(weights))
         for saved, now in zip(weights, reloaded.get_weights()):
             self.assertAllEqual(saved, now)
 
