@@ -20,8 +20,10 @@ pixels sit at their native size in those units (a 12-pixel template
 spans 12/28 of a 28-pixel image at the identity pose), centred at 0, and
 the pose maps template coordinates to image coordinates. Warping samples
 the template bilinearly (zero outside) at `(I + A)^-1` of each pixel
-centre; bilinear weights are tent functions, so the warp is two small
-einsums with no gathers.
+centre: each image pixel reads the 2x2 template pixels around that point,
+gathered from the template padded with a border of zeros, weighted by
+their bilinear (tent) weights. Nothing larger than four times the warped
+templates is formed.
 """
 
 import tensorflow as tf
@@ -46,10 +48,25 @@ def _pixel_centres(size, dtype):
     return (2.0 * (tf.range(size, dtype=dtype) + 0.5)) / size - 1.0
 
 
-def _tent_weights(positions, size):
-    """Bilinear weights `(..., size)` of continuous pixel `positions`."""
-    grid = tf.range(size, dtype=positions.dtype)
-    return tf.nn.relu(1.0 - tf.abs(positions[..., None] - grid))
+def _bilinear_taps(positions, size):
+    """The two template pixels around continuous pixel `positions` along
+    one axis of `size` pixels, and their bilinear weights.
+
+    Returns `(index, weight_low, weight_high)`, each shaped like
+    `positions`: the taps are template pixels `floor(x)` and
+    `floor(x) + 1`, weighted `1 - f` and `f` (`f` the fractional part),
+    and `index` is the first one's place in the template padded with one
+    zero pixel on each side (`floor(x) + 1`). Where neither tap lies in
+    the template both weights are 0, as the tent weights `relu(1 - |x -
+    c|)` of every template pixel `c` are.
+    """
+    low = tf.floor(positions)
+    fraction = positions - low
+    # Clipped before the cast, so that far-away positions stay integers.
+    low = tf.clip_by_value(low, -2.0, float(size))
+    inside = tf.cast((low >= -1.0) & (low <= size - 1.0), positions.dtype)
+    index = tf.cast(tf.clip_by_value(low, -1.0, size - 1.0), tf.int32) + 1
+    return index, inside * (1.0 - fraction), inside * fraction
 
 
 def _inverse_linear_parts(poses):
@@ -94,10 +111,24 @@ def warp_templates(templates, poses, image_size):
     )  # template-plane coordinates of each pixel centre, (b, n, o, xy)
     col = plane[..., 0] * (width / 2.0) + (template_width - 1) / 2.0
     row = plane[..., 1] * (height / 2.0) + (template_height - 1) / 2.0
-    col_weights = _tent_weights(col, template_width)  # (b, n, o, c)
-    row_weights = _tent_weights(row, template_height)  # (b, n, o, r)
-    along_cols = tf.einsum("bnoc,nrck->bnork", col_weights, templates)
-    warped = tf.einsum("bnor,bnork->bnok", row_weights, along_cols)
+    col_index, col_low, col_high = _bilinear_taps(col, template_width)
+    row_index, row_low, row_high = _bilinear_taps(row, template_height)
+    # Every template pixel of every capsule, with a zero border, in rows:
+    # `(n (s_h + 2) (s_w + 2), k)`.
+    padded_width = template_width + 2
+    padded = tf.pad(templates, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    pixels_per_template = (template_height + 2) * padded_width
+    table = tf.reshape(padded, [-1, templates.shape[-1]])
+    top_left = (
+        tf.range(templates.shape[0])[:, None] * pixels_per_template
+        + row_index * padded_width
+        + col_index
+    )  # the row of each pixel's top-left tap in `table`, (b, n, o)
+    warped = 0.0
+    for row_step, row_weight in ((0, row_low), (padded_width, row_high)):
+        for col_step, col_weight in ((0, col_low), (1, col_high)):
+            tap = tf.gather(table, top_left + row_step + col_step)
+            warped += (row_weight * col_weight)[..., None] * tap  # (b,n,o,k)
     batch, num = tf.shape(warped)[0], tf.shape(warped)[1]
     return tf.reshape(warped, [batch, num, height, width, templates.shape[-1]])
 

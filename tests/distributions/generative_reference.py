@@ -111,8 +111,9 @@ def bilinear_sample(image, row, col):
     return value
 
 
-def render(templates, alphas, presences, poses, image_size):
-    """Eq. 7's mean for one example: warp, then `over` in capsule order.
+def template_coordinates(pose, template_size, image_size, p, q):
+    """Where image pixel `(p, q)` falls in a template, in template pixels
+    `(row, col)`, for one capsule's `pose`.
 
     Pixel `(p, q)` of an `H x W` image sits at `x = (2q + 1)/W - 1`,
     `y = (2p + 1)/H - 1`; template pixel `(r, c)` of an `s_h x s_w`
@@ -120,19 +121,42 @@ def render(templates, alphas, presences, poses, image_size):
     the pose maps `(u, v)` to `(x, y)`.
     """
     height, width = image_size
+    s_h, s_w = template_size
+    matrix = np.eye(3)
+    matrix[:2, :] += np.reshape(pose, (2, 3))
+    x, y = (2 * q + 1) / width - 1, (2 * p + 1) / height - 1
+    u, v, _ = np.linalg.inv(matrix) @ np.array([x, y, 1.0])
+    col = ((u * width / s_w) + 1) * s_w / 2 - 0.5
+    row = ((v * height / s_h) + 1) * s_h / 2 - 0.5
+    return row, col
+
+
+def warp(template, pose, image_size):
+    """One template warped into an `image_size` image by `pose`."""
+    height, width = image_size
+    warped = np.zeros((height, width, template.shape[-1]))
+    for p in range(height):
+        for q in range(width):
+            row, col = template_coordinates(
+                pose, template.shape[:2], image_size, p, q
+            )
+            warped[p, q] = bilinear_sample(template, row, col)
+    return warped
+
+
+def render(templates, alphas, presences, poses, image_size):
+    """Eq. 7's mean for one example: warp (`template_coordinates`), then
+    `over` in capsule order."""
+    height, width = image_size
     n, s_h, s_w = templates.shape[:3]
     colour = np.zeros((height, width, templates.shape[-1]))
     alpha = np.zeros((height, width, 1))
     for k in range(n):
-        matrix = np.eye(3)
-        matrix[:2, :] += poses[k].reshape(2, 3)
-        inverse = np.linalg.inv(matrix)
         for p in range(height):
             for q in range(width):
-                x, y = (2 * q + 1) / width - 1, (2 * p + 1) / height - 1
-                u, v, _ = inverse @ np.array([x, y, 1.0])
-                c = ((u * width / s_w) + 1) * s_w / 2 - 0.5
-                r = ((v * height / s_h) + 1) * s_h / 2 - 0.5
+                r, c = template_coordinates(
+                    poses[k], (s_h, s_w), image_size, p, q
+                )
                 top_colour = bilinear_sample(templates[k], r, c)
                 top_alpha = presences[k] * bilinear_sample(alphas[k], r, c)
                 # over(top, P): C_o = (C_a a_a + C_b a_b (1 - a_a)) / a_o.

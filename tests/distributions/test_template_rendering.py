@@ -87,3 +87,66 @@ def test_gradients_are_finite_at_degenerate_poses():
     assert np.all(np.isfinite(image.numpy()))
     for gradient in gradients:
         assert np.all(np.isfinite(gradient.numpy()))
+
+
+def test_warp_matches_bilinear_sampling_at_edges_and_far_away():
+    rng = np.random.default_rng(3)
+    templates = rng.uniform(size=(5, 4, 3, 2))
+    poses = rng.normal(size=(1, 5, 6)) * 0.05
+    poses[0, 0, 2] = 0.9  # half off the right edge
+    poses[0, 1, 5] = -1.1  # cut by the top edge
+    poses[0, 2, 2] = 1e6  # a million image widths away
+    poses[0, 3, [0, 4]] = 49.0  # 50 times larger: taps beyond both borders
+    poses[0, 4, [0, 4]] = -0.9  # a tenth of its size
+    image_size = (9, 7)
+    warped = warp_templates(templates, poses, image_size).numpy()
+    for k in range(5):
+        expected = reference.warp(templates[k], poses[0, k], image_size)
+        np.testing.assert_allclose(warped[0, k], expected, atol=1e-9)
+    assert not warped[0, 2].any()
+
+
+def test_warp_gradients_match_central_differences():
+    rng = np.random.default_rng(4)
+    templates = tf.Variable(rng.uniform(size=(2, 4, 3, 1)))
+    poses = tf.Variable(rng.normal(size=(2, 2, 6)) * 0.3)
+    weights = rng.normal(size=(2, 2, 6, 5, 1))
+
+    def objective():
+        return tf.reduce_sum(weights * warp_templates(templates, poses, (6, 5)))
+
+    with tf.GradientTape() as tape:
+        value = objective()
+    gradients = tape.gradient(value, [poses, templates])
+    for variable, gradient in zip([poses, templates], gradients):
+        numeric = np.zeros(variable.shape)
+        for index in np.ndindex(*variable.shape):
+            step = np.zeros(variable.shape)
+            step[index] = 1e-6
+            variable.assign_add(step)
+            above = objective().numpy()
+            variable.assign_sub(2 * step)
+            below = objective().numpy()
+            variable.assign_add(step)
+            numeric[index] = (above - below) / 2e-6
+        np.testing.assert_allclose(gradient.numpy(), numeric, atol=1e-6)
+
+
+def test_warp_under_xla_matches_eager():
+    rng = np.random.default_rng(5)
+    templates = tf.constant(rng.uniform(size=(3, 12, 12, 2)), tf.float32)
+    poses = tf.constant(rng.normal(size=(4, 3, 6)) * 0.3, tf.float32)
+
+    def warp_and_gradients(poses, templates):
+        with tf.GradientTape() as tape:
+            tape.watch([poses, templates])
+            warped = warp_templates(templates, poses, (40, 40))
+            total = tf.reduce_sum(tf.square(warped))
+        return [warped, *tape.gradient(total, [poses, templates])]
+
+    eager = warp_and_gradients(poses, templates)
+    compiled = tf.function(warp_and_gradients, jit_compile=True)(
+        poses, templates
+    )
+    for got, want in zip(compiled, eager):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
