@@ -22,8 +22,8 @@ the pose maps template coordinates to image coordinates. Warping samples
 the template bilinearly (zero outside) at `(I + A)^-1` of each pixel
 centre: each image pixel reads the 2x2 template pixels around that point,
 gathered from the template padded with a border of zeros, weighted by
-their bilinear (tent) weights. Nothing larger than four times the warped
-templates is formed.
+their bilinear (tent) weights. Each of the four gathered taps has the
+size of the warped templates, and nothing larger is formed.
 """
 
 import tensorflow as tf
