@@ -155,14 +155,17 @@ def device_name():
     return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
 
 
-def run_case_in_subprocess(module, case, flags):
+def run_case_in_subprocess(module, case, flags, environment=None):
     """Runs `python -m module --case=CASE *flags` in its own process, so
-    that its peak memory is its own; returns the JSON object of the last
-    line it printed, or `{"case", "error"}` with the end of its stderr."""
+    that its peak memory is its own, with `environment` (a dict) added to
+    this process's environment variables; returns the JSON object of the
+    last line it printed, or `{"case", "error"}` with the end of its
+    stderr."""
     result = subprocess.run(
         [sys.executable, "-m", module, f"--case={case}", *flags],
         capture_output=True,
         text=True,
+        env={**os.environ, **(environment or {})},
     )
     lines = [line for line in result.stdout.splitlines() if line]
     if result.returncode or not lines:

@@ -15,7 +15,6 @@ Usage: python -m bench.xla_cpu_flags [--rounds=2] [--repeats=5]
 """
 
 import json
-import os
 
 from absl import app, flags
 
@@ -70,16 +69,10 @@ def define_flags():
 
 def run_with_xla_flags(xla_flags, module, case, flags_of_case):
     """`measure.run_case_in_subprocess(module, case, flags_of_case)` with
-    `XLA_FLAGS` set to `xla_flags` in the child process only."""
-    saved = os.environ.get("XLA_FLAGS")
-    os.environ["XLA_FLAGS"] = xla_flags
-    try:
-        return measure.run_case_in_subprocess(module, case, flags_of_case)
-    finally:
-        if saved is None:
-            del os.environ["XLA_FLAGS"]
-        else:
-            os.environ["XLA_FLAGS"] = saved
+    `XLA_FLAGS` set to `xla_flags` in the child process."""
+    return measure.run_case_in_subprocess(
+        module, case, flags_of_case, environment={"XLA_FLAGS": xla_flags}
+    )
 
 
 def main(argv):

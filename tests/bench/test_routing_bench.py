@@ -76,6 +76,27 @@ class RoutingBenchTest(tf.test.TestCase):
         self.assertIsNone(measure.xla_planned_memory_mb(directory, "absent"))
         self.assertIsNone(measure.xla_planned_memory_mb(directory + "/none"))
 
+    def test_a_case_process_sees_the_environment_it_is_given(self):
+        directory = self.get_temp_dir()
+        with open(os.path.join(directory, "echo_case.py"), "w") as module:
+            module.write(
+                "import json, os, sys\n"
+                "print('first line')\n"
+                "print(json.dumps({'argv': sys.argv[1:], "
+                "'flag': os.environ.get('BENCH_TEST_FLAG')}))\n"
+            )
+        environment = {"PYTHONPATH": directory, "BENCH_TEST_FLAG": "on"}
+        result = measure.run_case_in_subprocess(
+            "echo_case", "a:xla", ["--repeats=2"], environment=environment
+        )
+        self.assertEqual(
+            result, {"argv": ["--case=a:xla", "--repeats=2"], "flag": "on"}
+        )
+        self.assertNotIn("BENCH_TEST_FLAG", os.environ)
+        failed = measure.run_case_in_subprocess("echo_case", "a", [])
+        self.assertEqual(failed["case"], "a")
+        self.assertIn("No module named", failed["error"])
+
     def test_xla_writes_the_plan_that_is_read_back(self):
         # XLA reads its flags once per process: a fresh one.
         program = (
