@@ -86,6 +86,20 @@ _FREE_FORM_LEARNING_RATE = flags.DEFINE_float(
     "Adam's rate of test-time inference (poses vary by about 0.1 between "
     "digits).",
 )
+_FREE_FORM_PARTS = flags.DEFINE_multi_enum(
+    "free_form_parts",
+    list(trainers.REFINED_PARTS),
+    list(trainers.REFINED_PARTS),
+    "The variational parameters test-time inference refines (repeat the "
+    "flag for several); the others stay at the encoders' output.",
+)
+_FREE_FORM_RECOMPUTE_TOP = flags.DEFINE_boolean(
+    "free_form_recompute_top_layer",
+    True,
+    "Test-time inference computes the top poses (presences) of a model "
+    "with computed steps from the refined templates at every step; "
+    "false: they start there and move by the bound alone.",
+)
 _FREE_FORM_EXAMPLES = flags.DEFINE_integer(
     "free_form_examples", 500, "Images per test set for test-time inference."
 )
@@ -150,7 +164,8 @@ def probe(train_features, train_labels, test_features, labels):
 
 def free_form_inference(model, images):
     """`trainers.free_form_inference` of `images` by `--free_form_steps`
-    steps at `--free_form_learning_rate`: the latents and the bound per
+    steps at `--free_form_learning_rate`, refining `--free_form_parts`
+    (`--free_form_recompute_top_layer`): the latents and the bound per
     step."""
     return trainers.free_form_inference(
         model,
@@ -158,6 +173,8 @@ def free_form_inference(model, images):
         num_steps=_FREE_FORM_STEPS.value,
         learning_rate=_FREE_FORM_LEARNING_RATE.value,
         seed=runs.SEED.value,
+        refined_parts=tuple(_FREE_FORM_PARTS.value),
+        recompute_top_layer=_FREE_FORM_RECOMPUTE_TOP.value,
     )
 
 
@@ -202,6 +219,8 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         "examples": count,
         "steps": _FREE_FORM_STEPS.value,
         "learning_rate": _FREE_FORM_LEARNING_RATE.value,
+        "refined_parts": list(_FREE_FORM_PARTS.value),
+        "recompute_top_layer": _FREE_FORM_RECOMPUTE_TOP.value,
     }
 
 

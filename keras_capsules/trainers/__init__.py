@@ -7,7 +7,10 @@ from keras_capsules.trainers.capsule_regression_em import (
     PAPER_THRESHOLDS,
     CapsuleRegressionEM,
 )
-from keras_capsules.trainers.free_form_inference import free_form_inference
+from keras_capsules.trainers.free_form_inference import (
+    REFINED_PARTS,
+    free_form_inference,
+)
 from keras_capsules.trainers.linear_probe import linear_probe_accuracy
 
 __all__ = [
@@ -15,6 +18,7 @@ __all__ = [
     "CapsuleRegressionEM",
     "PAPER_PATIENCE",
     "PAPER_THRESHOLDS",
+    "REFINED_PARTS",
     "free_form_inference",
     "linear_probe_accuracy",
 ]

@@ -5,6 +5,8 @@ import tensorflow as tf
 
 from keras_capsules import distributions
 
+REFINED_PARTS = ("template_presences", "template_poses", "top")
+
 
 def free_form_inference(
     autoencoder,
@@ -13,6 +15,8 @@ def free_form_inference(
     learning_rate=0.005,
     seed=0,
     jit_compile=True,
+    refined_parts=REFINED_PARTS,
+    recompute_top_layer=True,
 ):
     """Optimises the variational parameters of given images by the bound.
 
@@ -22,9 +26,9 @@ def free_form_inference(
     generative parameters held fixed. The selections stay summed out, so
     each step is one sweep of an EM algorithm (section 2.4). A model with
     `top_pose_refinement_steps` (`top_presence_refinement_steps`) keeps
-    computing its top poses (presences): the free parameters are where
-    its steps start, at every step and in the returned latents, as in
-    training.
+    computing its top poses (presences) by default: the free parameters
+    are where its steps start, at every step and in the returned latents,
+    as in training.
 
     Args:
         autoencoder: a trained `GenerativeCapsuleAutoencoder`.
@@ -38,6 +42,19 @@ def free_form_inference(
             against 0.90 -> 0.64).
         seed: int seed of the Monte Carlo draws.
         jit_compile: compile each step with XLA.
+        refined_parts: which variational parameters move, any of
+            `REFINED_PARTS`: the template layer's presence logits, its
+            poses (every parameter after the logit: pose means, and
+            scales with a Gaussian pose posterior), and the top layer's
+            parameters. The others stay at the encoders' output. All by
+            default, the paper's inference; fewer tell which part of the
+            refinement changes what the top layer reads.
+        recompute_top_layer: with computed top poses or presences, True
+            (the default) computes them from the refined templates at
+            every step; False starts the top layer's free parameters at
+            the computed posterior of the encoders' templates and moves
+            them by the bound alone, as the paper's fully free posterior.
+            No effect on a model without computed steps.
 
     Returns:
         `(latents, elbo_history)`: latents as from `autoencoder.encode`
@@ -49,6 +66,13 @@ def free_form_inference(
             f"`free_form_inference` expects `num_steps` >= 1. Received: "
             f"num_steps={num_steps}."
         )
+    unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
+    if unknown or not refined_parts:
+        raise ValueError(
+            f"`free_form_inference` expects `refined_parts` to be a "
+            f"non-empty subset of {REFINED_PARTS}. Received: "
+            f"refined_parts={tuple(refined_parts)}."
+        )
     images = tf.convert_to_tensor(images, tf.float32)
     template_parameters = keras.Variable(
         tf.cast(autoencoder.template_encoder(images), tf.float32)
@@ -56,11 +80,39 @@ def free_form_inference(
     templates = autoencoder.posterior_from_parameters(
         template_parameters
     ).mode()
-    top_parameters = keras.Variable(
-        tf.cast(
-            autoencoder.top_encoder(autoencoder.template_capsules(templates)),
-            tf.float32,
+    top_parameters = tf.cast(
+        autoencoder.top_encoder(autoencoder.template_capsules(templates)),
+        tf.float32,
+    )
+
+    def top_posterior_of(parameters, templates):
+        if recompute_top_layer:
+            return autoencoder.top_posterior_from_parameters(
+                parameters, templates
+            )
+        return autoencoder.posterior_from_parameters(parameters)
+
+    if not recompute_top_layer:  # Start where the computed steps end.
+        computed = autoencoder.top_posterior_from_parameters(
+            top_parameters, templates
         )
+        top_parameters = tf.concat(
+            [
+                computed.presence_logits[..., None],
+                computed.pose_means,
+                top_parameters[..., 1 + distributions.POSE_DIM :],
+            ],
+            -1,
+        )
+    top_parameters = keras.Variable(top_parameters)
+    # 1 where a template parameter moves: entry 0 is the presence logit.
+    template_mask = tf.constant(
+        [
+            "template_presences" in refined_parts,
+            *["template_poses" in refined_parts]
+            * (template_parameters.shape[-1] - 1),
+        ],
+        tf.float32,
     )
     variables = [template_parameters, top_parameters]
     optimizer = keras.optimizers.Adam(learning_rate)
@@ -74,15 +126,20 @@ def free_form_inference(
                 model,
                 images,
                 autoencoder.posterior_from_parameters(template_parameters),
-                lambda templates: autoencoder.top_posterior_from_parameters(
-                    top_parameters, templates
-                ),
+                lambda templates: top_posterior_of(top_parameters, templates),
                 step_seed,
             )
             elbo = tf.reduce_mean(terms["elbo"])
             loss = -elbo
+        template_gradient, top_gradient = tape.gradient(loss, variables)
         optimizer.apply_gradients(
-            zip(tape.gradient(loss, variables), variables)
+            [
+                (template_gradient * template_mask, template_parameters),
+                (
+                    top_gradient * float("top" in refined_parts),
+                    top_parameters,
+                ),
+            ]
         )
         return elbo
 
@@ -93,7 +150,5 @@ def free_form_inference(
     template_posterior = autoencoder.posterior_from_parameters(
         template_parameters
     )
-    top_posterior = autoencoder.top_posterior_from_parameters(
-        top_parameters, template_posterior.mode()
-    )
+    top_posterior = top_posterior_of(top_parameters, template_posterior.mode())
     return autoencoder.latents(template_posterior, top_posterior), history

@@ -41,6 +41,8 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             vae_epochs=1,
             free_form_steps=3,
             free_form_examples=8,
+            free_form_parts=["template_poses", "top"],
+            free_form_recompute_top_layer=False,
             jit_compile="false",
             max_shift=2,
             top_pose_refinement_steps=2,
@@ -59,6 +61,10 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
                     results["probe"][protocol][kind],
                     ["rotated_0", "rotated_90", "affine"],
                 )
+        self.assertEqual(
+            results["free_form"]["refined_parts"], ["template_poses", "top"]
+        )
+        self.assertFalse(results["free_form"]["recompute_top_layer"])
         for kind in ("t0", "t0_A0"):
             for way in ("amortised", "free_form"):
                 self.assertCountEqual(

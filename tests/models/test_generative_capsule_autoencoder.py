@@ -95,13 +95,20 @@ def test_free_form_inference_raises_the_bound():
     ],
     ids=["encoder", "computed_poses", "computed_presences"],
 )
-def test_free_form_inference_starts_where_the_encoders_end(options):
+@pytest.mark.parametrize("recompute_top_layer", [True, False])
+def test_free_form_inference_starts_where_the_encoders_end(
+    options, recompute_top_layer
+):
     # With a zero learning rate nothing moves, so the latents must be
     # `encode`'s, computed top poses and presences included.
     model = tiny_autoencoder(**options)
     images = shapes(8)
     latents, _ = trainers.free_form_inference(
-        model, images, num_steps=2, learning_rate=0.0
+        model,
+        images,
+        num_steps=2,
+        learning_rate=0.0,
+        recompute_top_layer=recompute_top_layer,
     )
     encoded = model.encode(images)
     for key, value in encoded.items():
@@ -410,3 +417,77 @@ def test_coordinate_channels_let_template_poses_see_where_parts_are(
         assert difference > 1e-5
     else:
         assert difference < 1e-6
+
+
+_TEMPLATE_LATENTS = {"template_presences", "template_poses"}
+_TOP_LATENTS = {"top_presence_logits", "top_poses"}
+
+
+@pytest.mark.parametrize(
+    "refined_parts, moved",
+    [
+        (("top",), _TOP_LATENTS),
+        (("template_presences",), {"template_presences"}),
+        (("template_poses",), {"template_poses"}),
+        (trainers.REFINED_PARTS, _TEMPLATE_LATENTS | _TOP_LATENTS),
+    ],
+    ids=["top", "template_presences", "template_poses", "all"],
+)
+def test_free_form_inference_moves_only_the_refined_parts(refined_parts, moved):
+    # Without computed steps the top latents are the top parameters, so
+    # they stay `encode`'s unless refined.
+    model = tiny_autoencoder()
+    images = shapes(8)
+    latents, _ = trainers.free_form_inference(
+        model,
+        images,
+        num_steps=5,
+        learning_rate=0.05,
+        refined_parts=refined_parts,
+    )
+    encoded = model.encode(images)
+    for key, value in encoded.items():
+        difference = np.abs(np.asarray(latents[key]) - value).max()
+        if key in moved:
+            assert difference > 1e-3, (key, difference)
+        else:
+            assert difference < 1e-6, (key, difference)
+
+
+@pytest.mark.parametrize("recompute_top_layer", [True, False])
+def test_a_free_top_layer_is_not_recomputed_from_refined_templates(
+    recompute_top_layer,
+):
+    # Only the template poses move: computed top poses and presences
+    # follow them, free ones stay where the computed steps put them.
+    model = tiny_autoencoder(
+        top_pose_refinement_steps=2, top_presence_refinement_steps=1
+    )
+    images = shapes(8)
+    latents, _ = trainers.free_form_inference(
+        model,
+        images,
+        num_steps=5,
+        learning_rate=0.05,
+        refined_parts=("template_poses",),
+        recompute_top_layer=recompute_top_layer,
+    )
+    encoded = model.encode(images)
+    assert (
+        np.abs(latents["template_poses"] - encoded["template_poses"]).max()
+        > 1e-3
+    )
+    for key in _TOP_LATENTS:
+        difference = np.abs(np.asarray(latents[key]) - encoded[key]).max()
+        assert (difference > 1e-3) == recompute_top_layer, (key, difference)
+
+
+@pytest.mark.parametrize("refined_parts", [(), ("top", "templates")])
+def test_free_form_inference_rejects_unknown_parts(refined_parts):
+    with pytest.raises(ValueError, match="refined_parts"):
+        trainers.free_form_inference(
+            tiny_autoencoder(),
+            shapes(2),
+            num_steps=1,
+            refined_parts=refined_parts,
+        )
