@@ -42,13 +42,14 @@ def free_form_inference(
             against 0.90 -> 0.64).
         seed: int seed of the Monte Carlo draws.
         jit_compile: compile each step with XLA.
-        refined_parts: which variational parameters move, any of
-            `REFINED_PARTS`: the template layer's presence logits, its
-            poses (every parameter after the logit: pose means, and
-            scales with a Gaussian pose posterior), and the top layer's
-            parameters. The others stay at the encoders' output. All by
-            default, the paper's inference; fewer tell which part of the
-            refinement changes what the top layer reads.
+        refined_parts: which variational parameters move, a name or a
+            tuple of names of `REFINED_PARTS`: the template layer's
+            presence logits, its poses (every parameter after the logit:
+            pose means, and scales with a Gaussian pose posterior), and
+            the top layer's parameters. The others stay at the encoders'
+            output. All by default, the paper's inference; fewer tell
+            which part of the refinement changes what the top layer
+            reads.
         recompute_top_layer: with computed top poses or presences, True
             (the default) computes them from the refined templates at
             every step; False starts the top layer's free parameters at
@@ -66,6 +67,8 @@ def free_form_inference(
             f"`free_form_inference` expects `num_steps` >= 1. Received: "
             f"num_steps={num_steps}."
         )
+    if isinstance(refined_parts, str):
+        refined_parts = (refined_parts,)
     unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
     if unknown or not refined_parts:
         raise ValueError(

@@ -440,11 +440,12 @@ def latent_changes(model, **options):
     "refined_parts, moved",
     [
         (("top",), _TOP_LATENTS),
+        ("top", _TOP_LATENTS),
         (("template_presences",), {"template_presences"}),
         (("template_poses",), {"template_poses"}),
         (trainers.REFINED_PARTS, _TEMPLATE_LATENTS | _TOP_LATENTS),
     ],
-    ids=["top", "template_presences", "template_poses", "all"],
+    ids=["top", "top_by_name", "template_presences", "template_poses", "all"],
 )
 def test_free_form_inference_moves_only_the_refined_parts(refined_parts, moved):
     # Without computed steps the top latents are the top parameters, so
