@@ -22,7 +22,9 @@ probes (Table 1).
 4. Test-time ("free form") inference on `--free_form_examples` training
    images and as many of every test set: the `t0` probe on amortised
    latents and on latents refined by `--free_form_steps` steps of the
-   bound, and the bound before and after.
+   bound (the paper's gradient ascent on free variational parameters by
+   default; `--free_form_optimizer`, `--free_form_recompute_top_layer`),
+   and the bound before and after.
 5. Figures: templates, and rotated test digits over their amortised and
    free-form reconstructions (Figure 3).
 
@@ -82,9 +84,9 @@ _FREE_FORM_STEPS = flags.DEFINE_integer(
 )
 _FREE_FORM_LEARNING_RATE = flags.DEFINE_float(
     "free_form_learning_rate",
-    0.005,
-    "Adam's rate of test-time inference (poses vary by about 0.1 between "
-    "digits).",
+    None,
+    "Test-time inference's step size (default: the optimizer's, "
+    "`trainers.FREE_FORM_LEARNING_RATES`).",
 )
 _FREE_FORM_PARTS = flags.DEFINE_multi_enum(
     "free_form_parts",
@@ -95,10 +97,19 @@ _FREE_FORM_PARTS = flags.DEFINE_multi_enum(
 )
 _FREE_FORM_RECOMPUTE_TOP = flags.DEFINE_boolean(
     "free_form_recompute_top_layer",
-    True,
+    False,
     "Test-time inference computes the top poses (presences) of a model "
-    "with computed steps from the refined templates at every step; "
-    "false: they start there and move by the bound alone.",
+    "with computed steps from the refined templates at every step, as in "
+    "training; false (the paper's free posterior): they start where the "
+    "computed steps put them and move by the bound alone.",
+)
+_FREE_FORM_OPTIMIZER = flags.DEFINE_enum(
+    "free_form_optimizer",
+    "gradient_ascent",
+    list(trainers.FREE_FORM_OPTIMIZERS),
+    "Test-time inference's steps: `gradient_ascent` (the paper's basic "
+    "gradient descent; each image's parameters move by the rate times its "
+    "own bound's gradient) or `adam`.",
 )
 _FREE_FORM_EXAMPLES = flags.DEFINE_integer(
     "free_form_examples", 500, "Images per test set for test-time inference."
@@ -162,19 +173,28 @@ def probe(train_features, train_labels, test_features, labels):
     )
 
 
+def free_form_learning_rate():
+    """`--free_form_learning_rate`, or the default of
+    `--free_form_optimizer`."""
+    if _FREE_FORM_LEARNING_RATE.value is not None:
+        return _FREE_FORM_LEARNING_RATE.value
+    return trainers.FREE_FORM_LEARNING_RATES[_FREE_FORM_OPTIMIZER.value]
+
+
 def free_form_inference(model, images):
     """`trainers.free_form_inference` of `images` by `--free_form_steps`
-    steps at `--free_form_learning_rate`, refining `--free_form_parts`
-    (`--free_form_recompute_top_layer`): the latents and the bound per
-    step."""
+    steps of `--free_form_optimizer` at `free_form_learning_rate()`,
+    refining `--free_form_parts` (`--free_form_recompute_top_layer`): the
+    latents and the bound per step."""
     return trainers.free_form_inference(
         model,
         images,
         num_steps=_FREE_FORM_STEPS.value,
-        learning_rate=_FREE_FORM_LEARNING_RATE.value,
+        learning_rate=free_form_learning_rate(),
         seed=runs.SEED.value,
         refined_parts=tuple(_FREE_FORM_PARTS.value),
         recompute_top_layer=_FREE_FORM_RECOMPUTE_TOP.value,
+        optimizer=_FREE_FORM_OPTIMIZER.value,
     )
 
 
@@ -218,9 +238,10 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         "bound_per_image": bounds,
         "examples": count,
         "steps": _FREE_FORM_STEPS.value,
-        "learning_rate": _FREE_FORM_LEARNING_RATE.value,
+        "learning_rate": free_form_learning_rate(),
         "refined_parts": list(_FREE_FORM_PARTS.value),
         "recompute_top_layer": _FREE_FORM_RECOMPUTE_TOP.value,
+        "optimizer": _FREE_FORM_OPTIMIZER.value,
     }
 
 

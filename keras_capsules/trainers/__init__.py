@@ -8,6 +8,8 @@ from keras_capsules.trainers.capsule_regression_em import (
     CapsuleRegressionEM,
 )
 from keras_capsules.trainers.free_form_inference import (
+    FREE_FORM_LEARNING_RATES,
+    FREE_FORM_OPTIMIZERS,
     REFINED_PARTS,
     free_form_inference,
 )
@@ -16,6 +18,8 @@ from keras_capsules.trainers.linear_probe import linear_probe_accuracy
 __all__ = [
     "ARCHITECTURES",
     "CapsuleRegressionEM",
+    "FREE_FORM_LEARNING_RATES",
+    "FREE_FORM_OPTIMIZERS",
     "PAPER_PATIENCE",
     "PAPER_THRESHOLDS",
     "REFINED_PARTS",

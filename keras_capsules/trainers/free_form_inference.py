@@ -6,40 +6,51 @@ import tensorflow as tf
 from keras_capsules import distributions
 
 REFINED_PARTS = ("template_presences", "template_poses", "top")
+# Each optimizer's default step size, chosen on MNIST digits on a 40x40
+# canvas (the README's "What test-time inference changes in `t0`").
+FREE_FORM_LEARNING_RATES = {"adam": 0.005, "gradient_ascent": 3e-5}
+FREE_FORM_OPTIMIZERS = tuple(FREE_FORM_LEARNING_RATES)
 
 
 def free_form_inference(
     autoencoder,
     images,
     num_steps=100,
-    learning_rate=0.005,
+    learning_rate=None,
     seed=0,
     jit_compile=True,
     refined_parts=REFINED_PARTS,
-    recompute_top_layer=True,
+    recompute_top_layer=False,
+    optimizer="gradient_ascent",
 ):
     """Optimises the variational parameters of given images by the bound.
 
     Rather than taking `q` from the encoders, every image gets its own
     variational parameters, initialised at the encoders' output, and
-    `num_steps` Adam steps maximise the one-sample bound (eq. 8) with the
-    generative parameters held fixed. The selections stay summed out, so
-    each step is one sweep of an EM algorithm (section 2.4). A model with
-    `top_pose_refinement_steps` (`top_presence_refinement_steps`) keeps
-    computing its top poses (presences) by default: the free parameters
-    are where its steps start, at every step and in the returned latents,
-    as in training.
+    `num_steps` steps of `optimizer` maximise the one-sample bound (eq. 8)
+    with the generative parameters held fixed. The selections stay summed
+    out, so each step is one sweep of an EM algorithm (section 2.4). The
+    defaults are the paper's: basic gradient ascent on free variational
+    parameters. A model with `top_pose_refinement_steps`
+    (`top_presence_refinement_steps`) starts its free top layer where those
+    steps put it, from the encoders' templates; `recompute_top_layer`
+    computes it from the refined templates at every step instead, as in
+    training.
 
     Args:
         autoencoder: a trained `GenerativeCapsuleAutoencoder`.
         images: `(batch, H, W, C)`.
         num_steps: int, the step budget.
-        learning_rate: Adam learning rate. Defaults to 0.005: poses vary
-            by about 0.1 between digits, and on the MNIST model of the
-            README 0.005 raised the bound further than 0.05 (1,084 against
-            1,053 nats per upright test digit after 50 steps) and kept
-            the class in the top layer (probe on `(t0, A0)` 0.89 -> 0.88,
-            against 0.90 -> 0.64).
+        learning_rate: the step size; None takes the optimizer's default,
+            `FREE_FORM_LEARNING_RATES`. Adam's, 0.005: poses vary by about
+            0.1 between digits, and on the MNIST model of the README 0.005
+            raised the bound further than 0.05 (1,084 against 1,053 nats
+            per upright test digit after 50 steps) and kept the class in
+            the top layer (probe on `(t0, A0)` 0.89 -> 0.88, against 0.90
+            -> 0.64). Gradient ascent's, 3e-5: on a 32/32-capsule MNIST
+            model 1e-4 and above lowered the bound from the first steps,
+            and 3e-5 raised it furthest in 50 steps (1e-5: 992, 3e-5:
+            1,010, 5e-5: 1,004 nats per training digit, from 915).
         seed: int seed of the Monte Carlo draws.
         jit_compile: compile each step with XLA.
         refined_parts: which variational parameters move, a name or a
@@ -50,12 +61,20 @@ def free_form_inference(
             output. All by default, the paper's inference; fewer tell
             which part of the refinement changes what the top layer
             reads.
-        recompute_top_layer: with computed top poses or presences, True
-            (the default) computes them from the refined templates at
-            every step; False starts the top layer's free parameters at
-            the computed posterior of the encoders' templates and moves
-            them by the bound alone, as the paper's fully free posterior.
-            No effect on a model without computed steps.
+        recompute_top_layer: with computed top poses or presences, False
+            (the default, the paper's fully free posterior) starts the top
+            layer's free parameters at the computed posterior of the
+            encoders' templates and moves them by the bound alone; True
+            computes them from the refined templates at every step, as in
+            training. No effect on a model without computed steps.
+        optimizer: `"gradient_ascent"` (the default), the paper's "basic
+            gradient descent", moves each image's parameters by
+            `learning_rate` times the gradient of that image's own bound,
+            so each moves in proportion to what the bound asks of it;
+            `"adam"` scales every parameter's step to about
+            `learning_rate` whatever its gradient, so parameters the bound
+            hardly depends on (the top layer's) move as far as those it
+            decides.
 
     Returns:
         `(latents, elbo_history)`: latents as from `autoencoder.encode`
@@ -67,6 +86,13 @@ def free_form_inference(
             f"`free_form_inference` expects `num_steps` >= 1. Received: "
             f"num_steps={num_steps}."
         )
+    if optimizer not in FREE_FORM_OPTIMIZERS:
+        raise ValueError(
+            f"`free_form_inference` expects `optimizer` in "
+            f"{FREE_FORM_OPTIMIZERS}. Received: optimizer={optimizer!r}."
+        )
+    if learning_rate is None:
+        learning_rate = FREE_FORM_LEARNING_RATES[optimizer]
     if isinstance(refined_parts, str):
         refined_parts = (refined_parts,)
     unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
@@ -118,8 +144,14 @@ def free_form_inference(
         tf.float32,
     )
     variables = [template_parameters, top_parameters]
-    optimizer = keras.optimizers.Adam(learning_rate)
-    optimizer.build(variables)
+    if optimizer == "adam":
+        step_rule = keras.optimizers.Adam(learning_rate)
+    else:
+        step_rule = keras.optimizers.SGD(learning_rate)
+    step_rule.build(variables)
+    # Every image's parameters follow its own bound: the sum's gradient
+    # (Adam is the same either way, up to its epsilon).
+    images_per_loss = 1.0 if optimizer == "adam" else float(images.shape[0])
     model = autoencoder.decoder.generative_model()
 
     @tf.function(jit_compile=jit_compile)
@@ -133,9 +165,9 @@ def free_form_inference(
                 step_seed,
             )
             elbo = tf.reduce_mean(terms["elbo"])
-            loss = -elbo
+            loss = -elbo * images_per_loss
         template_gradient, top_gradient = tape.gradient(loss, variables)
-        optimizer.apply_gradients(
+        step_rule.apply_gradients(
             [
                 (template_gradient * template_mask, template_parameters),
                 (

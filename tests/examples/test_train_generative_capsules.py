@@ -14,6 +14,7 @@ from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import train_generative_capsules
+from keras_capsules import trainers
 from tests.examples.test_train_capsnet import (
     run_in_process,
     serve_in_fresh_process,
@@ -42,7 +43,8 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             free_form_steps=3,
             free_form_examples=8,
             free_form_parts=["template_poses", "top"],
-            free_form_recompute_top_layer=False,
+            free_form_recompute_top_layer=True,
+            free_form_optimizer="adam",
             jit_compile="false",
             max_shift=2,
             top_pose_refinement_steps=2,
@@ -64,7 +66,12 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         self.assertEqual(
             results["free_form"]["refined_parts"], ["template_poses", "top"]
         )
-        self.assertFalse(results["free_form"]["recompute_top_layer"])
+        self.assertTrue(results["free_form"]["recompute_top_layer"])
+        self.assertEqual(results["free_form"]["optimizer"], "adam")
+        self.assertEqual(
+            results["free_form"]["learning_rate"],
+            trainers.FREE_FORM_LEARNING_RATES["adam"],
+        )
         for kind in ("t0", "t0_A0"):
             for way in ("amortised", "free_form"):
                 self.assertCountEqual(

@@ -75,13 +75,21 @@ def test_save_and_load_keep_encoder_and_decoder():
     )
 
 
-def test_free_form_inference_raises_the_bound():
+@pytest.mark.parametrize(
+    "optimizer, learning_rate", [("adam", 0.05), ("gradient_ascent", 1e-4)]
+)
+def test_free_form_inference_raises_the_bound(optimizer, learning_rate):
     model = tiny_autoencoder()
     images = shapes(8)
     latents, history = trainers.free_form_inference(
-        model, images, num_steps=40, learning_rate=0.05
+        model,
+        images,
+        num_steps=40,
+        learning_rate=learning_rate,
+        optimizer=optimizer,
     )
     assert len(history) == 40
+    assert np.all(np.isfinite(history))
     assert np.mean(history[-5:]) > np.mean(history[:5])
     assert latents["top_poses"].shape == (8, 3, 6)
 
@@ -425,10 +433,15 @@ _TOP_LATENTS = {"top_presence_logits", "top_poses"}
 
 def latent_changes(model, **options):
     """The largest change of each latent of 8 images from `encode` after 5
-    steps of free-form inference at rate 0.05 with `options`."""
+    Adam steps of free-form inference at rate 0.05 with `options`."""
     images = shapes(8)
     latents, _ = trainers.free_form_inference(
-        model, images, num_steps=5, learning_rate=0.05, **options
+        model,
+        images,
+        num_steps=5,
+        learning_rate=0.05,
+        optimizer="adam",
+        **options,
     )
     return {
         key: float(np.abs(np.asarray(latents[key]) - value).max())
@@ -475,6 +488,84 @@ def test_a_free_top_layer_is_not_recomputed_from_refined_templates(
     assert changes["template_poses"] > 1e-3
     for key in _TOP_LATENTS:
         assert (changes[key] > 1e-3) == recompute_top_layer, (key, changes)
+
+
+def test_a_gradient_ascent_step_is_the_rate_times_each_images_gradient():
+    # The paper's basic gradient descent, written out here: one step moves
+    # every image's parameters by the rate times the gradient of its own
+    # bound (so of the batch's sum), with the step's Monte Carlo draws.
+    model = tiny_autoencoder()
+    images = tf.constant(shapes(8))
+    rate = 1e-4
+    latents, _ = trainers.free_form_inference(
+        model,
+        images,
+        num_steps=1,
+        learning_rate=rate,
+        jit_compile=False,
+        optimizer="gradient_ascent",
+    )
+    template_parameters = tf.Variable(model.template_encoder(images))
+    top_parameters = tf.Variable(
+        model.top_encoder(
+            model.template_capsules(model.template_posterior(images).mode())
+        )
+    )
+    with tf.GradientTape() as tape:
+        bound = tf.reduce_sum(
+            distributions.capsule_elbo(
+                model.decoder.generative_model(),
+                images,
+                model.posterior_from_parameters(template_parameters),
+                lambda _: model.posterior_from_parameters(top_parameters),
+                tf.constant([0, 0], tf.int32),
+            )["elbo"]
+        )
+    template_gradient, top_gradient = tape.gradient(
+        bound, [template_parameters, top_parameters]
+    )
+    templates = template_parameters + rate * template_gradient
+    top = top_parameters + rate * top_gradient
+    expected = {
+        "template_presences": tf.sigmoid(templates[..., 0]),
+        "template_poses": templates[..., 1:7],
+        "top_presence_logits": top[..., 0],
+        "top_poses": top[..., 1:7],
+    }
+    for key, value in expected.items():
+        moved = np.abs(np.asarray(value) - model.encode(images)[key]).max()
+        assert moved > 1e-6, key
+        np.testing.assert_allclose(
+            latents[key], value, rtol=1e-5, atol=1e-6, err_msg=key
+        )
+
+
+@pytest.mark.parametrize("optimizer", trainers.FREE_FORM_OPTIMIZERS)
+def test_free_form_inference_takes_the_optimizers_own_default_rate(optimizer):
+    model = tiny_autoencoder()
+    images = shapes(4)
+    rate = trainers.FREE_FORM_LEARNING_RATES[optimizer]
+    latents = {}
+    for learning_rate in (None, rate, 2 * rate):
+        latents[learning_rate], _ = trainers.free_form_inference(
+            model,
+            images,
+            num_steps=2,
+            learning_rate=learning_rate,
+            jit_compile=False,
+            optimizer=optimizer,
+        )
+    default, given, doubled = latents.values()
+    for key in default:
+        np.testing.assert_array_equal(default[key], given[key], err_msg=key)
+    assert not np.allclose(default["template_poses"], doubled["template_poses"])
+
+
+def test_free_form_inference_rejects_an_unknown_optimizer():
+    with pytest.raises(ValueError, match="optimizer='sgd'"):
+        trainers.free_form_inference(
+            tiny_autoencoder(), shapes(2), num_steps=1, optimizer="sgd"
+        )
 
 
 @pytest.mark.parametrize("refined_parts", [(), ("top", "templates")])
