@@ -46,10 +46,10 @@ _WEIGHTS = flags.DEFINE_list(
     ["0", "0.003", "0.01", "0.03", "0.1"],
     "The weights `w` of the evidence in the presence logits.",
 )
-_PROBE_TRAIN_SIZE = flags.DEFINE_integer(
+_TRAIN_DIGITS = flags.DEFINE_integer(
     "evidence_train_digits", 10000, "Training digits the probe learns from."
 )
-_PROBE_TEST_SIZE = flags.DEFINE_integer(
+_TEST_DIGITS = flags.DEFINE_integer(
     "evidence_test_digits",
     2000,
     "Test digits: the bound and the probe's test.",
@@ -124,10 +124,8 @@ def evaluate(model, weight, probe_set, test_set, seed):
     """One row: the bound, the presences' information and the probe for
     the presences of `weight` (None: the model's own)."""
     top_posterior = evidence_posterior_fn(model, weight)
-    (train_images, train_labels), (test_images, test_labels) = (
-        probe_set,
-        test_set,
-    )
+    train_images, train_labels = probe_set
+    test_images, test_labels = test_set
     train_logits = presence_logits(model, top_posterior, train_images)
     test_logits = presence_logits(model, top_posterior, test_images)
     information = distributions.layer_information(
@@ -142,7 +140,7 @@ def evaluate(model, weight, probe_set, test_set, seed):
     return {
         "evidence_weight": "own" if weight is None else weight,
         "bound": round(mean_bound(model, top_posterior, test_images, seed), 2),
-        "presence_information": round(float(information), 3) + 0.0,
+        "presence_information": round(float(information), 3) + 0.0,  # No -0.
         "present": round(float((test_logits > 0).sum(axis=1).mean()), 2),
         "probe_t0": round(probe, 4),
     }
@@ -160,18 +158,18 @@ def main(argv):
     model = keras.models.load_model(_MODEL_PATH.value)
     canvas = model.decoder.image_shape[0]
     probe_set = data.load_images(
-        "mnist", "train", _PROBE_TRAIN_SIZE.value, canvas, seed
+        "mnist", "train", _TRAIN_DIGITS.value, canvas, seed
     )
     test_set = data.load_images(
-        "mnist", "test", _PROBE_TEST_SIZE.value, canvas, seed
+        "mnist", "test", _TEST_DIGITS.value, canvas, seed
     )
     weights = [None] + [float(weight) for weight in _WEIGHTS.value]
     for weight in weights:
         row = {
             "model": _MODEL_PATH.value,
             **evaluate(model, weight, probe_set, test_set, seed),
-            "probe_train_size": _PROBE_TRAIN_SIZE.value,
-            "test_size": _PROBE_TEST_SIZE.value,
+            "probe_train_size": _TRAIN_DIGITS.value,
+            "test_size": _TEST_DIGITS.value,
         }
         line = json.dumps(row)
         print(line, flush=True)
