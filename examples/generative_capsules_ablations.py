@@ -115,15 +115,9 @@ def template_presence_report(model, train, train_labels, test, test_labels):
     template presence logits (learned from `train`)."""
     train_logits = template_presence_logits(model, train)
     test_logits = template_presence_logits(model, test)
-    information = distributions.layer_information(
-        test_logits, np.zeros((*test_logits.shape, 1), np.float32)
-    )["presence_information"]
-    probe = trainers.linear_probe_accuracy(
-        train_logits,
-        train_labels,
-        {"test": (test_logits, test_labels)},
-        epochs=30,
-    )["test"]
+    information, probe = generative_training.presence_report(
+        train_logits, train_labels, test_logits, test_labels, epochs=30
+    )
     return {
         "present": round(float((test_logits > 0).sum(axis=1).mean()), 2),
         "information": round(float(information), 2),

@@ -12,7 +12,7 @@ import tensorflow as tf
 from absl import flags
 
 from examples import runs
-from keras_capsules import models
+from keras_capsules import distributions, models, trainers
 from keras_capsules.datasets import epoch_order, image_transforms
 
 CANVAS_SIZE = flags.DEFINE_integer(
@@ -243,3 +243,23 @@ def top_features(model, images):
     """The probes' features of `images`: `models.top_layer_features` of
     their amortised latents (`t0`, `t0_A0`)."""
     return models.top_layer_features(in_batches(model.encode, images))
+
+
+def presence_report(
+    train_logits, train_labels, test_logits, test_labels, **probe_options
+):
+    """What `(n, capsules)` presence logits say about the images: their
+    presence information on the test images, nats per image
+    (`distributions.layer_information` without poses), and the accuracy
+    of a linear probe learned from the training images
+    (`trainers.linear_probe_accuracy` with `probe_options`)."""
+    information = distributions.layer_information(
+        test_logits, np.zeros((*test_logits.shape, 1), np.float32)
+    )["presence_information"]
+    probe = trainers.linear_probe_accuracy(
+        train_logits,
+        train_labels,
+        {"test": (test_logits, test_labels)},
+        **probe_options,
+    )["test"]
+    return float(information), probe

@@ -34,8 +34,8 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import runs
-from keras_capsules import distributions, trainers
+from examples import generative_training, runs
+from keras_capsules import distributions
 from keras_capsules.datasets import generative_capsule_experiments as data
 
 _MODEL_PATH = flags.DEFINE_string(
@@ -128,15 +128,9 @@ def evaluate(model, weight, probe_set, test_set, seed):
     test_images, test_labels = test_set
     train_logits = presence_logits(model, top_posterior, train_images)
     test_logits = presence_logits(model, top_posterior, test_images)
-    information = distributions.layer_information(
-        test_logits, np.zeros((*test_logits.shape, 1), np.float32)
-    )["presence_information"]
-    probe = trainers.linear_probe_accuracy(
-        train_logits,
-        train_labels,
-        {"test": (test_logits, test_labels)},
-        seed=seed,
-    )["test"]
+    information, probe = generative_training.presence_report(
+        train_logits, train_labels, test_logits, test_labels, seed=seed
+    )
     return {
         "evidence_weight": "own" if weight is None else weight,
         "bound": round(mean_bound(model, top_posterior, test_images, seed), 2),
