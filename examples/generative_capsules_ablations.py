@@ -17,6 +17,7 @@ Usage:
 """
 
 import json
+import os
 import time
 
 import keras
@@ -153,6 +154,7 @@ def main(argv):
             history.setdefault(key, []).extend(values)
     seconds = time.time() - start
     if _SAVE_TO.value:
+        os.makedirs(os.path.dirname(_SAVE_TO.value) or ".", exist_ok=True)
         model.save(_SAVE_TO.value)
 
     train_features, test_features = (

@@ -91,6 +91,13 @@ TOP_PRESENCE_REFINEMENT_STEPS = flags.DEFINE_integer(
     "Mean-field steps that compute the top presences from what each parent"
     " explains (after the pose steps).",
 )
+BINARY_TOP_PRESENCE_DRAWS = flags.DEFINE_integer(
+    "binary_top_presence_draws",
+    0,
+    "Train on the bound with Bernoulli (unrelaxed) top presences, its "
+    "expectation over them from this many draws per image (0: the "
+    "paper's relaxed bound).",
+)
 MIN_POSE_SCALE = flags.DEFINE_float(
     "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
 )
@@ -155,6 +162,7 @@ def build_model(image_shape):
         template_count_target=TEMPLATE_COUNT_TARGET.value,
         top_pose_refinement_steps=TOP_POSE_REFINEMENT_STEPS.value,
         top_presence_refinement_steps=TOP_PRESENCE_REFINEMENT_STEPS.value,
+        binary_top_presence_draws=BINARY_TOP_PRESENCE_DRAWS.value,
         min_pose_scale=MIN_POSE_SCALE.value,
         initial_pose_scale=INITIAL_POSE_SCALE.value,
         top_kl_warmup_steps=TOP_KL_WARMUP_STEPS.value,

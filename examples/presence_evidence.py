@@ -15,10 +15,16 @@ presence 0). The script moves the top layer's presence logits along
 `w = 0` keeps every presence at the prior, a larger `w` lets the
 presences follow the evidence. For each weight, and for the model's own
 presences, it prints one JSON line with the bound on test digits (nats
-per image, the same draws for every row), the presences' information
+per image, the same draws for every row), the bound of the model with
+Bernoulli top-layer presences (`distributions.binary_top_elbo`, which
+the relaxed bound approximates; its expectation over `t0` from
+`--evidence_binary_draws` draws), the presences' information
 (`distributions.layer_information`), the mean number of parents with
 `q(t0 = 1) > 0.5`, and a linear probe on the presence logits, as in the
-README's tables. The top poses are the model's own in every row.
+README's tables. The top poses are the model's own in every row. A last
+row, `single_parent`, makes the presences certain: each digit's parent
+of highest evidence alone present, as if each parent stood for one kind
+of digit.
 
 Usage:
   python -m examples.presence_evidence \
@@ -54,17 +60,27 @@ _TEST_DIGITS = flags.DEFINE_integer(
     2000,
     "Test digits: the bound and the probe's test.",
 )
+_BINARY_DRAWS = flags.DEFINE_integer(
+    "evidence_binary_draws",
+    16,
+    "Draws of the top layer's Bernoulli presences per test digit in the "
+    "unrelaxed bound.",
+)
 _OUTPUT = flags.DEFINE_string(
     "evidence_output", None, "JSON lines file to append to."
 )
 
 _BATCH_SIZE = 250
+SINGLE_PARENT = "single_parent"
+# Presence logits of a certain parent: q(t0 = 1) = 1 - 1e-13.
+_CERTAIN_LOGIT = 30.0
 
 
 def evidence_posterior_fn(model, weight):
     """The top posterior of a template-layer event, with its presence
     logits moved to `logit(p) + weight (e - mean e)` (the model's own when
-    `weight` is None)."""
+    `weight` is None; the parent of highest `e` alone, certainly, when it
+    is `SINGLE_PARENT`)."""
     generative = model.decoder.generative_model()
 
     def top_posterior(templates):
@@ -79,6 +95,10 @@ def evidence_posterior_fn(model, weight):
             )
             - prior
         )
+        if weight == SINGLE_PARENT:
+            best = tf.one_hot(tf.argmax(evidence, -1), evidence.shape[-1])
+            posterior.presence_logits = _CERTAIN_LOGIT * (2.0 * best - 1.0)
+            return posterior
         evidence -= tf.reduce_mean(evidence, axis=-1, keepdims=True)
         posterior.presence_logits = prior + weight * evidence
         return posterior
@@ -103,26 +123,35 @@ def presence_logits(model, top_posterior, images):
     )
 
 
-def mean_bound(model, top_posterior, images, seed):
+def mean_bound(model, top_posterior, images, seed, binary_draws=None):
     """The one-sample bound of `images`, nats per image; batch `k` draws
-    with seed `(seed, k)` whatever the presences."""
+    with seed `(seed, k)` whatever the presences. With `binary_draws`,
+    the bound with Bernoulli top-layer presences, its expectation over
+    them from that many draws."""
     generative = model.decoder.generative_model()
-    bounds = [
-        distributions.capsule_elbo(
+    bounds = []
+    for index, start in enumerate(range(0, len(images), _BATCH_SIZE)):
+        batch = images[start : start + _BATCH_SIZE]
+        arguments = (
             generative,
-            tf.convert_to_tensor(images[start : start + _BATCH_SIZE]),
-            model.template_posterior(images[start : start + _BATCH_SIZE]),
+            tf.convert_to_tensor(batch),
+            model.template_posterior(batch),
             top_posterior,
             tf.constant([seed, index], tf.int32),
-        )["elbo"]
-        for index, start in enumerate(range(0, len(images), _BATCH_SIZE))
-    ]
-    return float(np.mean(np.concatenate([np.asarray(b) for b in bounds])))
+        )
+        if binary_draws is None:
+            terms = distributions.capsule_elbo(*arguments)
+        else:
+            terms = distributions.binary_top_elbo(
+                *arguments, num_draws=binary_draws
+            )
+        bounds.append(np.asarray(terms["elbo"]))
+    return float(np.mean(np.concatenate(bounds)))
 
 
-def evaluate(model, weight, probe_set, test_set, seed):
-    """One row: the bound, the presences' information and the probe for
-    the presences of `weight` (None: the model's own)."""
+def evaluate(model, weight, probe_set, test_set, seed, binary_draws):
+    """One row: the two bounds, the presences' information and the probe
+    for the presences of `weight` (None: the model's own)."""
     top_posterior = evidence_posterior_fn(model, weight)
     train_images, train_labels = probe_set
     test_images, test_labels = test_set
@@ -134,6 +163,10 @@ def evaluate(model, weight, probe_set, test_set, seed):
     return {
         "evidence_weight": "own" if weight is None else weight,
         "bound": round(mean_bound(model, top_posterior, test_images, seed), 2),
+        "binary_bound": round(
+            mean_bound(model, top_posterior, test_images, seed, binary_draws),
+            2,
+        ),
         "presence_information": round(float(information), 3) + 0.0,  # No -0.
         "present": round(float((test_logits > 0).sum(axis=1).mean()), 2),
         "probe_t0": round(probe, 4),
@@ -157,11 +190,17 @@ def main(argv):
     test_set = data.load_images(
         "mnist", "test", _TEST_DIGITS.value, canvas, seed
     )
-    weights = [None] + [float(weight) for weight in _WEIGHTS.value]
+    weights = [
+        None,
+        *(float(weight) for weight in _WEIGHTS.value),
+        SINGLE_PARENT,
+    ]
     for weight in weights:
         row = {
             "model": _MODEL_PATH.value,
-            **evaluate(model, weight, probe_set, test_set, seed),
+            **evaluate(
+                model, weight, probe_set, test_set, seed, _BINARY_DRAWS.value
+            ),
             "probe_train_size": _TRAIN_DIGITS.value,
             "test_size": _TEST_DIGITS.value,
         }

@@ -1,5 +1,6 @@
 """The generative capsule model (Smith et al., 2020) as TFP distributions."""
 
+from keras_capsules.distributions.binary_top_bound import binary_top_elbo
 from keras_capsules.distributions.capsule_conditional import (
     CapsuleConditional,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "GenerativeCapsuleModel",
     "affine_matrices",
     "alpha_composite",
+    "binary_top_elbo",
     "capsule_elbo",
     "explained_by_parents",
     "layer_information",

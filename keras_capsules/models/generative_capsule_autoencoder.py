@@ -96,6 +96,14 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             adds to `log p(t^1, A^1 | t^0, A^0)`, the other parents at
             their current presences. 0 (the default) uses the encoder's
             presences.
+        binary_top_presence_draws: int >= 0; > 0 trains and evaluates
+            the bound of the model with Bernoulli top-layer presences, as
+            eq. 1 writes them (`distributions.binary_top_elbo`): a parent
+            is in a template's mixture (eq. 3) or out of it, not scaled
+            by a relaxed presence. Its expectation over the presences is
+            the mean of this many draws per image, and its gradient in
+            the presence logits a score-function estimate. 0 (the
+            default) trains the paper's Concrete-relaxed bound.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
@@ -126,6 +134,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         template_presence_information_weight=0.0,
         template_count_weight=0.0,
         template_count_target=None,
+        binary_top_presence_draws=0,
         seed=None,
         **kwargs,
     ):
@@ -145,16 +154,38 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 " to be an int >= 0 (0: no warm-up). Received: "
                 f"{top_kl_warmup_steps!r}."
             )
-        for name, steps in (
-            ("top_pose_refinement_steps", top_pose_refinement_steps),
-            ("top_presence_refinement_steps", top_presence_refinement_steps),
+        for name, steps, zero in (
+            (
+                "top_pose_refinement_steps",
+                top_pose_refinement_steps,
+                "the encoder's values",
+            ),
+            (
+                "top_presence_refinement_steps",
+                top_presence_refinement_steps,
+                "the encoder's values",
+            ),
+            (
+                "binary_top_presence_draws",
+                binary_top_presence_draws,
+                "the relaxed bound",
+            ),
         ):
             if not (isinstance(steps, (int, np.integer)) and steps >= 0):
                 raise ValueError(
                     f"`GenerativeCapsuleAutoencoder` expects `{name}` to be "
-                    "an int >= 0 (0: the encoder's values). Received: "
-                    f"{steps!r}."
+                    f"an int >= 0 (0: {zero}). Received: {steps!r}."
                 )
+        if binary_top_presence_draws and selection_information_weight:
+            raise ValueError(
+                "`GenerativeCapsuleAutoencoder` cannot combine "
+                "`selection_information_weight` with "
+                "`binary_top_presence_draws`: the selection information is "
+                "measured on a relaxed top-layer draw. Received: "
+                f"selection_information_weight={selection_information_weight!r}"
+                f", binary_top_presence_draws={binary_top_presence_draws!r}."
+                " Set one of them to 0."
+            )
         for name, weight in (
             ("presence_information_weight", presence_information_weight),
             ("selection_information_weight", selection_information_weight),
@@ -193,6 +224,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self.template_presence_information_weight = float(
             template_presence_information_weight
         )
+        self.binary_top_presence_draws = int(binary_top_presence_draws)
         self.template_count_weight = float(template_count_weight)
         self.template_count_target = (
             None
@@ -289,8 +321,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             seed = keras.random.randint(
                 (2,), 0, 2**30, seed=self.seed_generator, dtype="int32"
             )
-        return distributions.capsule_elbo(
-            self.decoder.generative_model(),
+        return self.bound(
             ops.cast(images, "float32"),
             self.template_posterior(images, training=training),
             lambda templates: self.top_posterior(templates, training),
@@ -298,6 +329,26 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             stop_gradient_between_layers=self.stop_gradient_between_layers,
             rows=gradient_step.replica_rows(tf.shape(images)[0]),
         )
+
+    def bound(
+        self, images, template_posterior, top_posterior_fn, seed, **options
+    ):
+        """The bound this model trains on, from given posteriors:
+        `distributions.capsule_elbo` (the paper's relaxed one), or
+        `distributions.binary_top_elbo` when `binary_top_presence_draws`
+        > 0; `options` go to either."""
+        arguments = (
+            self.decoder.generative_model(),
+            images,
+            template_posterior,
+            top_posterior_fn,
+            seed,
+        )
+        if self.binary_top_presence_draws:
+            return distributions.binary_top_elbo(
+                *arguments, num_draws=self.binary_top_presence_draws, **options
+            )
+        return distributions.capsule_elbo(*arguments, **options)
 
     def top_kl_weight(self):
         """The weight of the top layer's KL term in the training loss."""
@@ -426,6 +477,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             ),
             "template_count_weight": self.template_count_weight,
             "template_count_target": self.template_count_target,
+            "binary_top_presence_draws": self.binary_top_presence_draws,
             "seed": self.seed,
         }
 
@@ -498,6 +550,7 @@ def generative_capsule_autoencoder(
     template_presence_information_weight=0.0,
     template_count_weight=0.0,
     template_count_target=None,
+    binary_top_presence_draws=0,
     seed=None,
     **decoder_kwargs,
 ):
@@ -508,9 +561,10 @@ def generative_capsule_autoencoder(
     `generative_capsules.template_encoder`; `normalize_top_encoder_inputs`
     to `generative_capsules.top_encoder` (as `normalize_inputs`);
     `top_kl_warmup_steps`, `stop_gradient_between_layers`, the
-    information weights, the template count and the refinement steps to
-    the model; `decoder_kwargs` to `GenerativeCapsuleDecoder` (template
-    size, pixel noise, temperature, ...)."""
+    information weights, the template count, the refinement steps and
+    `binary_top_presence_draws` to the model; `decoder_kwargs` to
+    `GenerativeCapsuleDecoder` (template size, pixel noise, temperature,
+    ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
         num_top_capsules=num_top_capsules,
         num_template_capsules=num_template_capsules,
@@ -546,6 +600,7 @@ def generative_capsule_autoencoder(
         ),
         template_count_weight=template_count_weight,
         template_count_target=template_count_target,
+        binary_top_presence_draws=binary_top_presence_draws,
         seed=seed,
     )
     model.build((None, *image_shape))

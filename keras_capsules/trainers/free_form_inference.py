@@ -27,8 +27,9 @@ def free_form_inference(
 
     Rather than taking `q` from the encoders, every image gets its own
     variational parameters, initialised at the encoders' output, and
-    `num_steps` steps of `optimizer` maximise the one-sample bound (eq. 8)
-    with the generative parameters held fixed. The selections stay summed
+    `num_steps` steps of `optimizer` maximise the one-sample bound (eq. 8;
+    the model's own, `GenerativeCapsuleAutoencoder.bound`) with the
+    generative parameters held fixed. The selections stay summed
     out, so each step is one sweep of an EM algorithm (section 2.4). The
     defaults are the paper's: basic gradient ascent on free variational
     parameters. A model with `top_pose_refinement_steps`
@@ -152,13 +153,11 @@ def free_form_inference(
     # Every image's parameters follow its own bound: the sum's gradient
     # (Adam is the same either way, up to its epsilon).
     images_per_loss = 1.0 if optimizer == "adam" else float(images.shape[0])
-    model = autoencoder.decoder.generative_model()
 
     @tf.function(jit_compile=jit_compile)
     def step(step_seed):
         with tf.GradientTape() as tape:
-            terms = distributions.capsule_elbo(
-                model,
+            terms = autoencoder.bound(
                 images,
                 autoencoder.posterior_from_parameters(template_parameters),
                 lambda templates: top_posterior_of(top_parameters, templates),

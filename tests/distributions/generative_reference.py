@@ -98,6 +98,25 @@ def brute_force_log_prob(
     return np.log(total)
 
 
+def affine(deviation):
+    """6 deviations -> the 3x3 matrix I + A."""
+    matrix = np.eye(3)
+    matrix[:2] += np.reshape(deviation, (2, 3))
+    return matrix
+
+
+def child_pose_predictions(parent_poses, pose_offsets):
+    """Eq. 5's means `(I + A_i) M_ij - I` as 6 deviations, `(n_p, n_c, 6)`,
+    from parent poses `(n_p, 6)` and offsets `m_ij`, `(n_p, n_c, 6)`."""
+    n_p, n_c = pose_offsets.shape[:2]
+    predictions = np.zeros((n_p, n_c, 6))
+    for i in range(n_p):
+        for j in range(n_c):
+            product = affine(parent_poses[i]) @ affine(pose_offsets[i, j])
+            predictions[i, j] = (product - np.eye(3))[:2].ravel()
+    return predictions
+
+
 def bilinear_sample(image, row, col):
     """`image[row, col]` interpolated, zero outside (one pixel)."""
     height, width = image.shape[:2]

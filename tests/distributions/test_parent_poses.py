@@ -5,14 +5,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_capsules import distributions
+from tests.distributions.generative_reference import affine
 from tests.distributions.tiny_decoder import tiny_decoder
-
-
-def affine(deviation):
-    """6 deviations -> the 3x3 matrix I + A."""
-    matrix = np.eye(3)
-    matrix[:2] += np.reshape(deviation, (2, 3))
-    return matrix
 
 
 def reference_step(weights, offsets, child_poses):

@@ -6,63 +6,19 @@ import tensorflow as tf
 
 from keras_capsules import distributions
 from tests.distributions import generative_reference as reference
-
-
-def affine(deviation):
-    """6 deviations -> the 3x3 matrix I + A."""
-    matrix = np.eye(3)
-    matrix[:2] += np.reshape(deviation, (2, 3))
-    return matrix
-
-
-def random_model(rng, n_p, n_c, temperature):
-    """A float64 `GenerativeCapsuleModel` and the NumPy parameters of its
-    conditional (templates and pixels play no part here)."""
-    params = {
-        "top_presence_logits": rng.normal(-1.0, 1.0, n_p),
-        "affinities": rng.uniform(0.2, 2.0, (n_p, n_c)),
-        "presence_logits": rng.normal(0.0, 2.0, (n_p + 1, n_c)),
-        "pose_offsets": rng.normal(0.0, 0.3, (n_p, n_c, 6)),
-        "pose_scales": rng.uniform(0.2, 0.6, (n_p, n_c)),
-        "clutter_affinity": 0.1,
-        "clutter_pose_scale": 1.0,
-        "off_pose_scale": 1.0,
-    }
-    model = distributions.GenerativeCapsuleModel(
-        top_presence_logits=tf.constant(params["top_presence_logits"]),
-        log_affinities=tf.constant(np.log(params["affinities"])),
-        presence_logits=tf.constant(params["presence_logits"]),
-        pose_offsets=tf.constant(params["pose_offsets"]),
-        pose_scales=tf.constant(params["pose_scales"]),
-        templates=tf.zeros((n_c, 2, 2, 1), tf.float64),
-        alphas=tf.zeros((n_c, 2, 2, 1), tf.float64),
-        image_size=(4, 4),
-        pixel_scale=0.2,
-        clutter_log_affinity=np.log(params["clutter_affinity"]),
-        clutter_pose_scale=params["clutter_pose_scale"],
-        off_pose_scale=params["off_pose_scale"],
-        temperature=temperature,
-    )
-    return model, params
+from tests.distributions.random_model import random_model
 
 
 def reference_logits(params, presences, poses, templates, temperature):
     """logit p_i + log p(children | t_i = 1, t_-i) - (same, t_i = 0), each
     log density by enumeration over every selection."""
     n_p = len(presences)
-    predictions = np.array(
-        [
-            [
-                (affine(poses[i]) @ affine(params["pose_offsets"][i, j]))[
-                    :2
-                ].ravel()
-                - np.eye(3)[:2].ravel()
-                for j in range(params["pose_offsets"].shape[1])
-            ]
-            for i in range(n_p)
-        ]
-    )
-    conditional_params = {**params, "pose_predictions": predictions}
+    conditional_params = {
+        **params,
+        "pose_predictions": reference.child_pose_predictions(
+            poses, params["pose_offsets"]
+        ),
+    }
     logits = np.zeros(n_p)
     for i in range(n_p):
         on, off = presences.copy(), presences.copy()

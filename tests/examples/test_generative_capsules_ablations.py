@@ -13,7 +13,10 @@ from examples import generative_capsules_ablations
 
 
 def test_one_variant_writes_its_line():
-    output = os.path.join(tempfile.mkdtemp(), "ablations.jsonl")
+    directory = tempfile.mkdtemp()
+    output = os.path.join(directory, "ablations.jsonl")
+    # In a folder that does not exist yet: the script makes it.
+    saved = os.path.join(directory, "runs", "tiny", "model.keras")
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
     with flagsaver.flagsaver(
@@ -33,8 +36,10 @@ def test_one_variant_writes_its_line():
         num_top_capsules=12,
         num_template_capsules=10,
         output=output,
+        save_to=saved,
     ):
         generative_capsules_ablations.main(["prog"])
+    assert os.path.isfile(saved)
     with open(output) as file:
         (line,) = file.read().splitlines()
     result = json.loads(line)

@@ -13,7 +13,7 @@ def _parse_flags():
         flags.FLAGS.mark_as_parsed()
 
 
-def test_build_model_passes_the_decoder_flags():
+def test_build_model_passes_the_decoder_and_bound_flags():
     _parse_flags()
     with flagsaver.flagsaver(
         num_top_capsules=5,
@@ -24,8 +24,10 @@ def test_build_model_passes_the_decoder_flags():
         top_presence_probability=0.2,
         min_pose_scale=0.05,
         top_pose_refinement_steps=0,
+        binary_top_presence_draws=3,
     ):
         model = generative_training.build_model((20, 20, 1))
+    assert model.binary_top_presence_draws == 3
     decoder = model.decoder
     assert decoder.num_top_capsules == 5
     assert decoder.num_template_capsules == 4

@@ -1,8 +1,8 @@
 """The presence-evidence script: its presence logits are the prior's plus
 the weighted, centred single-parent evidence, computed here by
 evaluating the template layer's density with each parent alone present;
-and it writes one line per weight and one for the model's own
-presences."""
+and it writes one line per weight, one for the model's own presences and
+one for the single parent of highest evidence."""
 
 import json
 import os
@@ -67,6 +67,21 @@ def test_presence_logits_follow_the_centred_evidence(model, weight):
     assert float(tf.reduce_max(tf.abs(evidence))) > 1e-2  # Not all equal.
 
 
+def test_single_parent_is_the_parent_of_highest_evidence_alone(model):
+    images = np.random.default_rng(1).uniform(size=(3, 40, 40, 1))
+    templates = model.template_posterior(images).mode()
+    own = model.top_posterior(templates)
+    single = presence_evidence.evidence_posterior_fn(
+        model, presence_evidence.SINGLE_PARENT
+    )(templates)
+    evidence = single_parent_evidence(
+        model.decoder.generative_model(), own.pose_means, templates
+    )
+    present = tf.sigmoid(single.presence_logits).numpy()
+    expected = tf.one_hot(tf.argmax(evidence, -1), 4).numpy()
+    np.testing.assert_allclose(present, expected, atol=1e-12)
+
+
 def test_script_writes_a_line_per_weight(model):
     directory = tempfile.mkdtemp()
     path = os.path.join(directory, "model.keras")
@@ -84,11 +99,18 @@ def test_script_writes_a_line_per_weight(model):
         presence_evidence.main(["prog"])
     with open(output) as file:
         rows = [json.loads(line) for line in file.read().splitlines()]
-    assert [row["evidence_weight"] for row in rows] == ["own", 0.0, 0.5]
+    assert [row["evidence_weight"] for row in rows] == [
+        "own",
+        0.0,
+        0.5,
+        "single_parent",
+    ]
     for row in rows:
         assert np.isfinite(row["bound"])
+        assert np.isfinite(row["binary_bound"])
         assert 0.0 <= row["probe_t0"] <= 1.0
         assert 0.0 <= row["present"] <= 4.0
     # At weight 0 every image's presences are the prior's.
     assert rows[1]["presence_information"] == 0.0
+    assert rows[3]["present"] == 1.0
     keras.backend.clear_session()

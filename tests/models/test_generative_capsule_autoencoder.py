@@ -315,6 +315,7 @@ def test_selection_information_against_numpy():
         {"top_presence_refinement_steps": 1},
         {"template_presence_information_weight": 10.0},
         {"template_count_weight": 1.0, "template_count_target": 2.0},
+        {"binary_top_presence_draws": 4},
     ],
 )
 def test_training_options_train_and_round_trip(weights):
@@ -335,6 +336,76 @@ def test_training_options_train_and_round_trip(weights):
             model.template_encoder,
             model.top_encoder,
             **{name: -1.0},
+        )
+
+
+def test_binary_top_presences_train_on_the_unrelaxed_bound():
+    model = tiny_autoencoder(binary_top_presence_draws=3)
+    images = shapes(8)
+    seed = tf.constant([1, 2])
+    with tf.GradientTape() as tape:
+        terms = model.elbo_terms(images, seed=seed)
+        loss = -tf.reduce_mean(terms["elbo"])
+    expected = distributions.binary_top_elbo(
+        model.decoder.generative_model(),
+        tf.constant(images, tf.float32),
+        model.template_posterior(images),
+        model.top_posterior,
+        seed,
+        num_draws=3,
+    )
+    np.testing.assert_allclose(terms["elbo"], expected["elbo"], rtol=1e-6)
+    gradients = tape.gradient(loss, model.top_encoder.trainable_variables)
+    # The top encoder learns its presences (score function and KL) and
+    # its poses.
+    assert all(
+        gradient is not None and np.any(np.asarray(gradient) != 0)
+        for gradient in gradients
+    )
+
+
+def test_free_form_inference_ascends_the_models_own_bound():
+    model = tiny_autoencoder(binary_top_presence_draws=3)
+    images = tf.constant(shapes(8), tf.float32)
+    # Not compiled: XLA may draw other noise from the same seed.
+    _, history = trainers.free_form_inference(
+        model, images, num_steps=2, learning_rate=0.0, seed=4, jit_compile=False
+    )
+    template_posterior = model.template_posterior(images)
+    top_posterior = model.top_posterior(template_posterior.mode())
+    for step, value in enumerate(history):
+        seed = tf.constant([4, step])
+        own, relaxed = (
+            float(
+                tf.reduce_mean(
+                    bound(
+                        images,
+                        template_posterior,
+                        lambda _: top_posterior,
+                        seed,
+                    )["elbo"]
+                )
+            )
+            for bound in (
+                model.bound,
+                lambda *arguments: distributions.capsule_elbo(
+                    model.decoder.generative_model(), *arguments
+                ),
+            )
+        )
+        np.testing.assert_allclose(value, own, rtol=1e-5)
+        assert abs(value - relaxed) > 1e-2
+
+
+def test_binary_top_presences_refuse_the_selection_information():
+    model = tiny_autoencoder()
+    with pytest.raises(ValueError, match="selection_information_weight"):
+        models.GenerativeCapsuleAutoencoder(
+            model.decoder,
+            model.template_encoder,
+            model.top_encoder,
+            selection_information_weight=1.0,
+            binary_top_presence_draws=2,
         )
 
 
