@@ -48,6 +48,13 @@ def bernoulli_kl(logits, prior_logits):
 
 def _presence_vectors(num_parents, dtype):
     """Every binary presence vector, `(2^n0, n0)`."""
+    if num_parents > MAX_ENUMERATED_PARENTS:
+        raise ValueError(
+            "An exact expectation enumerates all 2^n0 top-layer presence "
+            f"vectors, at most n0 = {MAX_ENUMERATED_PARENTS}. Received "
+            f"n0 = {num_parents}. Pass `num_draws` (for example 16) for a "
+            "Monte Carlo estimate."
+        )
     codes = tf.range(2**num_parents)[:, None]
     bits = tf.bitwise.right_shift(codes, tf.range(num_parents)[None, :]) % 2
     return tf.cast(bits, dtype)
@@ -61,45 +68,43 @@ def expected_log_likelihood(
     `num_draws` draws of every image's presences (`rows`: as in
     `CapsulePosterior.sample`, these images' rows of the draws for a
     larger batch)."""
-    num_parents = logits.shape[-1]
     if num_draws is None:
-        if num_parents > MAX_ENUMERATED_PARENTS:
-            raise ValueError(
-                "An exact expectation enumerates all 2^n0 top-layer "
-                f"presence vectors, at most n0 = {MAX_ENUMERATED_PARENTS}. "
-                f"Received n0 = {num_parents}. Pass `num_draws` (for "
-                "example 16) for a Monte Carlo estimate."
-            )
-        vectors = _presence_vectors(num_parents, logits.dtype)
-        parents = vectors[:, None, :]  # (2^n0, 1, n0)
-        log_weights = tf.reduce_sum(
-            parents * tf.math.log_sigmoid(logits)
-            + (1.0 - parents) * tf.math.log_sigmoid(-logits),
-            -1,
-        )  # (2^n0, batch)
-        weights = tf.exp(log_weights)
-    else:
-        if int(num_draws) < 1:
-            raise ValueError(
-                "`num_draws` must be a positive integer or None (exact). "
-                f"Received: {num_draws!r}."
-            )
-        batch = tf.shape(logits)[0]
-        offset, total = (0, batch) if rows is None else rows
-        shape = tf.stack(
-            [num_draws, tf.cast(total, tf.int32), tf.shape(logits)[1]]
+        parents = _presence_vectors(logits.shape[-1], logits.dtype)[:, None]
+        weights = tf.exp(_log_q(parents, logits))  # (2^n0, batch)
+        return tf.reduce_sum(
+            weights * _log_likelihoods(model, parents, poses, templates), 0
         )
-        noise = presence_lib.logistic_noise(shape, seed, logits.dtype)[
-            :, offset : offset + batch
-        ]
-        parents = tf.cast(noise < logits, logits.dtype)  # (draws, batch, n0)
-    log_likelihoods = model.template_conditional_given(
-        parents, poses[None]
-    ).log_prob(templates)  # (vectors or draws, batch)
-    if num_draws is None:
-        return tf.reduce_sum(weights * log_likelihoods, 0)
+    if int(num_draws) < 1:
+        raise ValueError(
+            "`num_draws` must be a positive integer or None (exact). "
+            f"Received: {num_draws!r}."
+        )
+    batch = tf.shape(logits)[0]
+    offset, total = (0, batch) if rows is None else rows
+    shape = tf.stack([num_draws, tf.cast(total, tf.int32), tf.shape(logits)[1]])
+    noise = presence_lib.logistic_noise(shape, seed, logits.dtype)[
+        :, offset : offset + batch
+    ]
+    parents = tf.cast(noise < logits, logits.dtype)  # (draws, batch, n0)
+    log_likelihoods = _log_likelihoods(model, parents, poses, templates)
     return tf.reduce_mean(log_likelihoods, 0) + _score_function_term(
         parents, logits, log_likelihoods
+    )
+
+
+def _log_q(parents, logits):
+    """`log q(t^0)` of binary presence vectors `(..., n0)` under
+    `Bern(sigmoid(logits))`, summed over the parents."""
+    return tf.reduce_sum(
+        presence_lib.presence_log_prob(parents, logits, temperature=None), -1
+    )
+
+
+def _log_likelihoods(model, parents, poses, templates):
+    """`log p(t^1, A^1 | t^0, A^0)` for presence vectors `(k, batch or
+    1, n0)`: `(k, batch)`."""
+    return model.template_conditional_given(parents, poses[None]).log_prob(
+        templates
     )
 
 
@@ -110,11 +115,7 @@ def _score_function_term(parents, logits, log_likelihoods):
     `b_k` the mean of the other draws' `f` (leave-one-out; Kool, van Hoof
     and Welling, 2019), or 0 with one draw."""
     num_draws = log_likelihoods.shape[0]
-    log_q = tf.reduce_sum(
-        parents * tf.math.log_sigmoid(logits)
-        + (1.0 - parents) * tf.math.log_sigmoid(-logits),
-        -1,
-    )  # (draws, batch)
+    log_q = _log_q(parents, logits)  # (draws, batch)
     values = tf.stop_gradient(log_likelihoods)
     baselines = tf.zeros_like(values)
     if num_draws > 1:
