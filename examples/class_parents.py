@@ -157,7 +157,7 @@ def single_parent_choices(model, templates):
         ),
         "pose": tf.broadcast_to(
             posterior.pose_means[:, None],
-            [batch, num_parents, num_parents, 6],
+            [batch, num_parents, *posterior.pose_means.shape[-2:]],
         ),
     }
     children = {key: value[:, None] for key, value in templates.items()}
