@@ -192,6 +192,11 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
     def generative_model(self, relaxed=True):
         """The `GenerativeCapsuleModel` of the current weights.
 
+        Its parameters are the weights' values as tensors at the call:
+        inside a traced training step, call it in the step (as
+        `GenerativeCapsuleAutoencoder.bound` does), not once outside,
+        where the trace would hold them as constants and train none.
+
         Args:
             relaxed: Concrete presences at `temperature` (the model the
                 bound is trained on), or False for Bernoulli presences.
