@@ -209,6 +209,8 @@ def best_single_posterior_fn(model, equipartition_temperature=0.0):
 
 
 def given_posterior_fn(model, given, labels, equipartition_temperature=0.0):
+    """The top posterior function of `--given_presences` `given` (`CLASS`
+    reads `labels`, `BEST_SINGLE` ignores them)."""
     if given == CLASS:
         return class_posterior_fn(model, labels)
     return best_single_posterior_fn(model, equipartition_temperature)
