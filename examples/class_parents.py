@@ -45,7 +45,7 @@ single-parent evidence at the model's own poses (`evidence_single`, as
 each test digit's given presences choose, the single-parent report of
 `examples.generative_capsules_ablations`, and linear probes on `t0` and
 `(t0, A0)` of the model's own inference and on the `(n, n0)` scores
-`score_i` (`single_parent_scores`).
+`score_i` (`choice_scores`).
 
 Usage:
   python -m examples.class_parents --top_pose_refinement_steps=3 \
@@ -298,7 +298,7 @@ def bernoulli_bounds(model, images, labels, seed):
     return report
 
 
-def single_parent_scores(model, images):
+def choice_scores(model, images):
     """`(n, n0)` `single_parent_choices` scores of `images`."""
     return np.concatenate(
         [
@@ -328,13 +328,12 @@ def chosen_parents(model, images, labels, given):
             model, given, labels[start : start + _BATCH_SIZE]
         )(templates)
         chosen.append(np.argmax(np.asarray(posterior.presence_logits), -1))
-    chosen = np.concatenate(chosen)
-    num_parents = model.decoder.generative_model().top_presence_logits.shape[-1]
-    counts = np.zeros((labels.max() + 1, num_parents), int)
-    np.add.at(counts, (labels, chosen), 1)
+    counts = generative_capsules_ablations.class_counts(
+        labels, np.concatenate(chosen), posterior.presence_logits.shape[-1]
+    )
     return {
         "counts": counts.tolist(),
-        "class_purity": round(float(counts.max(axis=0).sum() / len(chosen)), 3),
+        "class_purity": generative_capsules_ablations.class_purity(counts),
     }
 
 
@@ -362,12 +361,10 @@ def main(argv):
         model, train_images[:probe_size]
     )
     test_features = generative_training.top_features(model, test_images)
-    train_features["single_parent_scores"] = single_parent_scores(
+    train_features["single_parent_scores"] = choice_scores(
         model, train_images[:probe_size]
     )
-    test_features["single_parent_scores"] = single_parent_scores(
-        model, test_images
-    )
+    test_features["single_parent_scores"] = choice_scores(model, test_images)
     result = {
         "given_presences": _GIVEN.value,
         "equipartition_temperature": _EQUIPARTITION.value,

@@ -59,6 +59,20 @@ _REPORTED = (
 )
 
 
+def class_counts(labels, parents, num_parents):
+    """`(classes, num_parents)` counts of the images of each class that
+    chose each parent (`parents`: one int per image)."""
+    counts = np.zeros((labels.max() + 1, num_parents), int)
+    np.add.at(counts, (labels, parents), 1)
+    return counts
+
+
+def class_purity(counts):
+    """The share of images whose parent's most common class is their own,
+    from `class_counts`, rounded to 3 digits."""
+    return round(float(counts.max(axis=0).sum() / counts.sum()), 3)
+
+
 def single_parent_report(model, images, labels, batch_size=250):
     """Whether a single top capsule stands for a whole test image
     (`distributions.single_parent_scores` on the template layer's modes,
@@ -84,13 +98,12 @@ def single_parent_report(model, images, labels, batch_size=250):
         every.append(np.asarray(scores[1]))
     single, every = np.concatenate(single), np.concatenate(every)
     best = single.argmax(axis=1)
-    counts = np.zeros((labels.max() + 1, single.shape[1]), int)
-    np.add.at(counts, (labels, best), 1)
+    counts = class_counts(labels, best, single.shape[1])
     return {
         "best_single": round(float(single.max(axis=1).mean()), 2),
         "every": round(float(every.mean()), 2),
         "top_share": round(float(np.bincount(best).max() / len(best)), 3),
-        "class_purity": round(float(counts.max(axis=0).sum() / len(best)), 3),
+        "class_purity": class_purity(counts),
     }
 
 
