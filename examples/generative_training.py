@@ -98,6 +98,21 @@ BINARY_TOP_PRESENCE_DRAWS = flags.DEFINE_integer(
     "expectation over them from this many draws per image (0: the "
     "paper's relaxed bound).",
 )
+TOP_POSTERIOR_FAMILY = flags.DEFINE_enum(
+    "top_posterior_family",
+    "mean_field",
+    ["mean_field", "single_parent"],
+    "`mean_field`: the paper's independent top capsules; `single_parent`: "
+    "exactly one top capsule present, which one and its pose computed "
+    "(exact within the family; poses by --top_pose_refinement_steps).",
+)
+SINGLE_PARENT_BALANCE_TEMPERATURE = flags.DEFINE_float(
+    "single_parent_balance_temperature",
+    0.0,
+    "With --top_posterior_family=single_parent, training balances each "
+    "batch's single parents across the parents at this temperature "
+    "(nats; 0: the exact posterior).",
+)
 MIN_POSE_SCALE = flags.DEFINE_float(
     "min_pose_scale", 0.1, "Lower bound of the stds c_ij (paper: 0.1)."
 )
@@ -163,6 +178,10 @@ def build_model(image_shape):
         top_pose_refinement_steps=TOP_POSE_REFINEMENT_STEPS.value,
         top_presence_refinement_steps=TOP_PRESENCE_REFINEMENT_STEPS.value,
         binary_top_presence_draws=BINARY_TOP_PRESENCE_DRAWS.value,
+        top_posterior_family=TOP_POSTERIOR_FAMILY.value,
+        single_parent_balance_temperature=(
+            SINGLE_PARENT_BALANCE_TEMPERATURE.value
+        ),
         min_pose_scale=MIN_POSE_SCALE.value,
         initial_pose_scale=INITIAL_POSE_SCALE.value,
         top_kl_warmup_steps=TOP_KL_WARMUP_STEPS.value,

@@ -20,6 +20,7 @@ from keras_capsules.distributions.layer_information import (
 from keras_capsules.distributions.parent_poses import (
     parent_pose_step,
     refine_parent_poses,
+    refine_parent_poses_given,
 )
 from keras_capsules.distributions.parent_presences import (
     parent_presence_logits,
@@ -31,9 +32,18 @@ from keras_capsules.distributions.poses import (
     predict_child_poses,
 )
 from keras_capsules.distributions.presences import relaxed_presence
+from keras_capsules.distributions.single_parent_bound import (
+    single_parent_elbo,
+)
+from keras_capsules.distributions.single_parent_posterior import (
+    SingleParentPosterior,
+)
 from keras_capsules.distributions.single_parents import (
+    balanced_assignments,
     parent_set_scores,
+    single_parent_choices,
     single_parent_scores,
+    single_parent_terms,
 )
 from keras_capsules.distributions.template_rendering import (
     alpha_composite,
@@ -49,8 +59,10 @@ __all__ = [
     "CapsulePosterior",
     "CapsulePrior",
     "GenerativeCapsuleModel",
+    "SingleParentPosterior",
     "affine_matrices",
     "alpha_composite",
+    "balanced_assignments",
     "binary_top_elbo",
     "capsule_elbo",
     "explained_by_parents",
@@ -61,9 +73,13 @@ __all__ = [
     "pose_deviations",
     "predict_child_poses",
     "refine_parent_poses",
+    "refine_parent_poses_given",
     "relaxed_presence",
     "render_templates",
+    "single_parent_choices",
+    "single_parent_elbo",
     "single_parent_scores",
+    "single_parent_terms",
     "template_image_likelihood",
     "warp_templates",
 ]

@@ -32,6 +32,7 @@ rather than predicted.
 import tensorflow as tf
 
 from keras_capsules.distributions import poses as pose_lib
+from keras_capsules.distributions import presences as presence_lib
 
 
 def parent_pose_step(selection_weights, pose_offsets, child_poses):
@@ -82,11 +83,29 @@ def refine_parent_poses(model, top, templates, num_steps):
     Returns:
         `(batch, n0, 6)` refined top-layer poses.
     """
-    parent_poses = top["pose"]
+    return refine_parent_poses_given(
+        model,
+        presence_lib.presence_values(
+            top[model.presence_key], model.temperature
+        ),
+        top["pose"],
+        templates,
+        num_steps,
+    )
+
+
+def refine_parent_poses_given(
+    model, presences, start_poses, templates, num_steps
+):
+    """`refine_parent_poses` for top presences given as values in [0, 1]
+    (`model.template_conditional_given`): `(..., n0)` presences and
+    `(..., n0, 6)` poses to start from, whose leading axes broadcast
+    against the templates' batch shape. A parent of presence 0 gets
+    weight 0 from every child, so its pose goes to the prior's mode, 0.
+    """
+    parent_poses = start_poses
     for _ in range(num_steps):
-        conditional = model.template_conditional(
-            {model.presence_key: top[model.presence_key], "pose": parent_poses}
-        )
+        conditional = model.template_conditional_given(presences, parent_poses)
         # Row 0, the dummy parent, has no pose.
         responsibilities = conditional.on_pose_posterior(templates)[..., 1:, :]
         weights = responsibilities / tf.square(model.pose_scales)

@@ -16,12 +16,26 @@ and, for comparison, the same with every parent present. A model whose
 single best parent is the same for every image, or that explains images
 far better with many parents present, uses its parents as parts of one
 arrangement rather than as objects.
+
+`single_parent_choices` computes the same scores for the relaxed model the
+bound trains (binary top presences, the template layer as drawn), from
+given starting poses; they are the log joints of the posterior over which
+single parent is present (`SingleParentPosterior`). `balanced_assignments`
+turns a batch's scores into a posterior that gives every parent an equal
+share of the batch.
 """
 
 import tensorflow as tf
 
-from keras_capsules.distributions.parent_poses import refine_parent_poses
+from keras_capsules.distributions.capsule_prior import CapsulePrior
+from keras_capsules.distributions.parent_poses import (
+    refine_parent_poses,
+    refine_parent_poses_given,
+)
 from keras_capsules.distributions.poses import POSE_DIM
+
+# Sinkhorn-Knopp iterations of `balanced_assignments`.
+BALANCING_ITERATIONS = 10
 
 
 def parent_set_scores(model, presences, templates, num_pose_steps=3):
@@ -71,9 +85,14 @@ def single_parent_scores(model, templates, num_pose_steps=3):
         present, and `(batch,)` scores with every parent present.
     """
     num_parents = model.top_presence_logits.shape[-1]
-    alone = tf.eye(num_parents, dtype=templates["pose"].dtype)
-    batched = {key: value[:, None] for key, value in templates.items()}
-    single = parent_set_scores(model, alone, batched, num_pose_steps)
+    dtype = templates["pose"].dtype
+    batch = tf.shape(templates["pose"])[0]
+    single, _ = single_parent_choices(
+        model,
+        tf.zeros(tf.stack([batch, num_parents, POSE_DIM]), dtype),
+        templates,
+        num_pose_steps,
+    )
     every = parent_set_scores(
         model,
         tf.ones(
@@ -84,3 +103,106 @@ def single_parent_scores(model, templates, num_pose_steps=3):
         num_pose_steps,
     )
     return single, every
+
+
+def single_parent_choices(model, start_poses, templates, num_pose_steps):
+    """The log joint of each parent alone present, its pose computed.
+
+    For each parent `i` (Smith et al., eqs. 1-6, top presences binary):
+
+    ```none
+    t^0 = e_i                       only parent i present
+    A^0 = num_pose_steps EM steps   `refine_parent_poses_given`, from
+                                    `start_poses` (parent i's row; the
+                                    absent parents' poses at 0)
+    score_i = log p(t^1, A^1 | e_i, A^0) + log p(t^0 = e_i) + log N(A^0; 0, I)
+    ```
+
+    Args:
+        model: a `GenerativeCapsuleModel`, relaxed or binary (the
+            template layer's events as it reads them).
+        start_poses: `(batch, n0, 6)` top poses to start from.
+        templates: a template-layer event of the batch, `(batch, n1)`
+            presences and `(batch, n1, 6)` poses.
+        num_pose_steps: int >= 0; 0 keeps parent `i`'s starting pose.
+
+    Returns:
+        `(scores, poses)`: `(batch, n0)` scores in nats, and
+        `(batch, n0, n0, 6)` the top poses with parent `i` alone present
+        (row `i`; the other parents' poses there are 0).
+    """
+    alone = tf.eye(start_poses.shape[-2], dtype=start_poses.dtype)
+    poses = alone[..., None] * start_poses[:, None]  # (batch, i, n0, 6)
+    presences = _alone(poses)
+    if num_pose_steps:
+        poses = refine_parent_poses_given(
+            model, presences, poses, _per_parent(templates), num_pose_steps
+        )
+    log_likelihoods, log_priors = single_parent_terms(model, poses, templates)
+    return log_likelihoods + log_priors, poses
+
+
+def single_parent_terms(model, parent_poses, templates):
+    """`(log_likelihoods, log_priors)`, `(batch, n0)` each: with parent
+    `i` alone present at poses `parent_poses[:, i]` (`(batch, n0, n0,
+    6)`), `log p(t^1, A^1 | e_i, A^0)` of the template-layer event
+    `templates` and `log p(t^0 = e_i) + log N(A^0; 0, I)`."""
+    presences = _alone(parent_poses)
+    prior = CapsulePrior(model.top_presence_logits, POSE_DIM)
+    log_likelihoods = model.template_conditional_given(
+        presences, parent_poses
+    ).log_prob(_per_parent(templates))
+    log_priors = prior.log_prob({"presence": presences, "pose": parent_poses})
+    return log_likelihoods, log_priors
+
+
+def _alone(parent_poses):
+    """`(batch, n0, n0)` presences, row `i` with parent `i` alone present,
+    of `(batch, n0, n0, 6)` poses."""
+    num_parents = parent_poses.shape[-2]
+    return tf.broadcast_to(
+        tf.eye(num_parents, dtype=parent_poses.dtype),
+        tf.shape(parent_poses)[:-1],
+    )
+
+
+def _per_parent(templates):
+    """A template-layer event broadcast against `(batch, n0)` top events."""
+    return {key: value[:, None] for key, value in templates.items()}
+
+
+def balanced_assignments(scores, temperature, num_iterations=None):
+    """Log weights `(batch, n0)` of a soft assignment of a batch's images
+    to parents, each image's weights summing to 1 and every parent's
+    share of the batch nearly equal.
+
+    The assignment closest to `softmax(scores / temperature)` (in KL)
+    whose image marginals are uniform and parent marginals equal, by
+    Sinkhorn-Knopp iterations in log space, ending on the images' rows
+    (Cuturi, 2013; the balancing of SwAV, Caron et al., 2020). Trained on
+    its own posterior, a model whose one parent explains a digit best
+    soon explains every digit best with it (it is trained on all of
+    them); balanced assignments keep each parent trained on its share.
+
+    Args:
+        scores: `(batch, n0)` log joints (`single_parent_choices`).
+        temperature: float > 0, in nats; large: equal weights, small:
+            nearly one parent per image.
+        num_iterations: Sinkhorn-Knopp iterations (default
+            `BALANCING_ITERATIONS`).
+
+    Returns:
+        `(batch, n0)` log weights, every row's `logsumexp` 0.
+    """
+    if not temperature > 0:
+        raise ValueError(
+            "`balanced_assignments` expects `temperature` > 0 (nats). "
+            f"Received: {temperature!r}."
+        )
+    if num_iterations is None:
+        num_iterations = BALANCING_ITERATIONS
+    log_weights = scores / temperature
+    for _ in range(num_iterations):
+        log_weights -= tf.reduce_logsumexp(log_weights, 0, keepdims=True)
+        log_weights -= tf.reduce_logsumexp(log_weights, 1, keepdims=True)
+    return log_weights

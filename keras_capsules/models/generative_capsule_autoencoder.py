@@ -13,6 +13,12 @@ from keras_capsules.recipes import gradient_step
 # Pose posterior stds are kept above this (Gaussian poses).
 MIN_POSE_POSTERIOR_SCALE = 1e-3
 
+# `top_posterior_family`: the paper's independent top capsules, or one
+# parent present (`distributions.SingleParentPosterior`).
+MEAN_FIELD = "mean_field"
+SINGLE_PARENT = "single_parent"
+TOP_POSTERIOR_FAMILIES = (MEAN_FIELD, SINGLE_PARENT)
+
 BOUND_TERMS = ("elbo", "reconstruction", "template_kl", "top_kl")
 # Metric names of `distributions.layer_information` of the top layer.
 TOP_LAYER_MEASURES = {
@@ -104,6 +110,32 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             the mean of this many draws per image, and its gradient in
             the presence logits a score-function estimate. 0 (the
             default) trains the paper's Concrete-relaxed bound.
+        top_posterior_family: `"mean_field"` (the default, the paper's
+            `q(t^0, A^0)`: each top capsule present or not on its own) or
+            `"single_parent"`: exactly one top capsule is present, as if
+            each image showed one object
+            (`distributions.SingleParentPosterior`). Its posterior is
+            computed, not predicted: for each parent alone, its pose by
+            `top_pose_refinement_steps` EM steps from the top encoder's
+            pose (`distributions.single_parent_choices`), and
+            `q(t^0 = e_i)` the softmax of the log joints, the exact
+            posterior within the family; the top encoder's presences are
+            not used. The bound (`distributions.single_parent_elbo`) sums
+            over the `n0` events exactly, top presences Bernoulli. Needs
+            delta poses, and no presence steps, draws or information
+            weights.
+        single_parent_balance_temperature: float >= 0, with
+            `top_posterior_family="single_parent"`: in training, each
+            batch's posterior is replaced by the assignment closest to
+            the softmax of `log joint / temperature` that gives every
+            parent an equal share of the batch
+            (`distributions.balanced_assignments`; per replica under a
+            strategy). It is still a posterior of the family, so the
+            bound stays a bound; trained on its own exact posterior, the
+            parent that fits digits best gets all of them and the others
+            none (README, "Is the top layer used?"). Evaluation, `encode`
+            and test-time inference use the exact posterior. 0 (the
+            default): the exact posterior in training too.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
@@ -135,6 +167,8 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         template_count_weight=0.0,
         template_count_target=None,
         binary_top_presence_draws=0,
+        top_posterior_family=MEAN_FIELD,
+        single_parent_balance_temperature=0.0,
         seed=None,
         **kwargs,
     ):
@@ -200,6 +234,26 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                     f"`GenerativeCapsuleAutoencoder` expects `{name}` >= 0 "
                     f"(0: the bound alone). Received: {weight!r}."
                 )
+        _check_top_posterior_family(
+            top_posterior_family,
+            single_parent_balance_temperature,
+            {
+                "pose_posterior": (pose_posterior, "delta"),
+                "top_presence_refinement_steps": (
+                    top_presence_refinement_steps,
+                    0,
+                ),
+                "binary_top_presence_draws": (binary_top_presence_draws, 0),
+                "presence_information_weight": (
+                    presence_information_weight,
+                    0.0,
+                ),
+                "selection_information_weight": (
+                    selection_information_weight,
+                    0.0,
+                ),
+            },
+        )
         num_templates = decoder.num_template_capsules
         if template_count_weight and not (
             template_count_target is not None
@@ -225,6 +279,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             template_presence_information_weight
         )
         self.binary_top_presence_draws = int(binary_top_presence_draws)
+        self.top_posterior_family = top_posterior_family
+        self.single_parent_balance_temperature = float(
+            single_parent_balance_temperature
+        )
         self.template_count_weight = float(template_count_weight)
         self.template_count_target = (
             None
@@ -275,19 +333,32 @@ class GenerativeCapsuleAutoencoder(keras.Model):
 
     def top_posterior(self, templates, training=False):
         """`q(t^0, A^0 | t^1, A^1)` of a template-layer event (poses
-        refined, see `top_pose_refinement_steps`)."""
+        refined, see `top_pose_refinement_steps`; single parent, see
+        `top_posterior_family`)."""
         return self.top_posterior_from_parameters(
             self.top_encoder(
                 self.template_capsules(templates), training=training
             ),
             templates,
+            training,
         )
 
-    def top_posterior_from_parameters(self, parameters, templates):
+    def top_posterior_from_parameters(
+        self, parameters, templates, training=False
+    ):
         """The top layer's `CapsulePosterior` from `(batch, n0, p)`
         parameters, its poses (then presences) computed from `templates`
         (a template-layer event) when `top_pose_refinement_steps`
-        (`top_presence_refinement_steps`) > 0."""
+        (`top_presence_refinement_steps`) > 0; or, with
+        `top_posterior_family="single_parent"`, the
+        `SingleParentPosterior` whose poses start at the parameters'
+        (balanced in `training`, see `single_parent_balance_temperature`)."""
+        if self.top_posterior_family == SINGLE_PARENT:
+            return self.single_parent_posterior(
+                self.posterior_from_parameters(parameters).pose_means,
+                templates,
+                training,
+            )
         posterior = self.posterior_from_parameters(parameters)
         if not (
             self.top_pose_refinement_steps or self.top_presence_refinement_steps
@@ -309,6 +380,28 @@ class GenerativeCapsuleAutoencoder(keras.Model):
                 templates,
             )
         return posterior
+
+    def single_parent_posterior(self, start_poses, templates, training):
+        """The `SingleParentPosterior` of a template-layer event, the
+        parents' poses by `top_pose_refinement_steps` EM steps from
+        `start_poses` `(batch, n0, 6)`; its probabilities are constants
+        (the bound's gradient in them is 0 at the exact posterior)."""
+        scores, poses = distributions.single_parent_choices(
+            self.decoder.generative_model(),
+            start_poses,
+            templates,
+            self.top_pose_refinement_steps,
+        )
+        scores = tf.stop_gradient(scores)
+        if training and self.single_parent_balance_temperature:
+            log_probabilities = distributions.balanced_assignments(
+                scores, self.single_parent_balance_temperature
+            )
+        else:
+            log_probabilities = tf.nn.log_softmax(scores)
+        return distributions.SingleParentPosterior(
+            log_probabilities, poses, self.decoder.temperature
+        )
 
     # The bound ---------------------------------------------------------
 
@@ -334,9 +427,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self, images, template_posterior, top_posterior_fn, seed, **options
     ):
         """The bound this model trains on, from given posteriors:
-        `distributions.capsule_elbo` (the paper's relaxed one), or
+        `distributions.capsule_elbo` (the paper's relaxed one),
         `distributions.binary_top_elbo` when `binary_top_presence_draws`
-        > 0; `options` go to either."""
+        > 0, or `distributions.single_parent_elbo` with
+        `top_posterior_family="single_parent"`; `options` go to any."""
         arguments = (
             self.decoder.generative_model(),
             images,
@@ -344,6 +438,8 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             top_posterior_fn,
             seed,
         )
+        if self.top_posterior_family == SINGLE_PARENT:
+            return distributions.single_parent_elbo(*arguments, **options)
         if self.binary_top_presence_draws:
             return distributions.binary_top_elbo(
                 *arguments, num_draws=self.binary_top_presence_draws, **options
@@ -478,6 +574,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             "template_count_weight": self.template_count_weight,
             "template_count_target": self.template_count_target,
             "binary_top_presence_draws": self.binary_top_presence_draws,
+            "top_posterior_family": self.top_posterior_family,
+            "single_parent_balance_temperature": (
+                self.single_parent_balance_temperature
+            ),
             "seed": self.seed,
         }
 
@@ -487,6 +587,42 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         for key in ("decoder", "template_encoder", "top_encoder"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def _check_top_posterior_family(family, balance_temperature, settings):
+    """Raises a `ValueError` unless `family` is one of
+    `TOP_POSTERIOR_FAMILIES` and, for a single parent, every
+    `{name: (value, required)}` of `settings` has its required value
+    and `balance_temperature` >= 0 (0 for the mean field)."""
+    name = "GenerativeCapsuleAutoencoder"
+    if family not in TOP_POSTERIOR_FAMILIES:
+        raise ValueError(
+            f"`{name}` expects `top_posterior_family` in "
+            f"{TOP_POSTERIOR_FAMILIES}. Received: {family!r}."
+        )
+    if family == MEAN_FIELD:
+        if balance_temperature:
+            raise ValueError(
+                f"`{name}` balances single parents only: "
+                "`single_parent_balance_temperature` needs "
+                f'`top_posterior_family="{SINGLE_PARENT}"`. Received: '
+                f"single_parent_balance_temperature={balance_temperature!r}"
+                f" with top_posterior_family={family!r}. Set it to 0 or "
+                "change the family."
+            )
+        return
+    if not balance_temperature >= 0:
+        raise ValueError(
+            f"`{name}` expects `single_parent_balance_temperature` >= 0 "
+            f"(nats; 0: no balancing). Received: {balance_temperature!r}."
+        )
+    for setting, (value, required) in settings.items():
+        if value != required:
+            raise ValueError(
+                f'`{name}` with top_posterior_family="{SINGLE_PARENT}" '
+                f"computes the top layer's presences and needs "
+                f"{setting}={required!r}. Received: {setting}={value!r}."
+            )
 
 
 def presence_information(posterior):
@@ -551,6 +687,8 @@ def generative_capsule_autoencoder(
     template_count_weight=0.0,
     template_count_target=None,
     binary_top_presence_draws=0,
+    top_posterior_family=MEAN_FIELD,
+    single_parent_balance_temperature=0.0,
     seed=None,
     **decoder_kwargs,
 ):
@@ -562,7 +700,8 @@ def generative_capsule_autoencoder(
     to `generative_capsules.top_encoder` (as `normalize_inputs`);
     `top_kl_warmup_steps`, `stop_gradient_between_layers`, the
     information weights, the template count, the refinement steps and
-    `binary_top_presence_draws` to the model; `decoder_kwargs` to
+    `binary_top_presence_draws`, `top_posterior_family` and
+    `single_parent_balance_temperature` to the model; `decoder_kwargs` to
     `GenerativeCapsuleDecoder` (template size, pixel noise, temperature,
     ...)."""
     decoder = capsule_layers.GenerativeCapsuleDecoder(
@@ -601,6 +740,8 @@ def generative_capsule_autoencoder(
         template_count_weight=template_count_weight,
         template_count_target=template_count_target,
         binary_top_presence_draws=binary_top_presence_draws,
+        top_posterior_family=top_posterior_family,
+        single_parent_balance_temperature=single_parent_balance_temperature,
         seed=seed,
     )
     model.build((None, *image_shape))

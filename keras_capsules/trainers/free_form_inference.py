@@ -67,7 +67,9 @@ def free_form_inference(
             layer's free parameters at the computed posterior of the
             encoders' templates and moves them by the bound alone; True
             computes them from the refined templates at every step, as in
-            training. No effect on a model without computed steps.
+            training. No effect on a model without computed steps; always
+            True for a model whose top posterior is a single parent's
+            (`top_posterior_family`), exact given the templates.
         optimizer: `"gradient_ascent"` (the default), the paper's "basic
             gradient descent", moves each image's parameters by
             `learning_rate` times the gradient of that image's own bound,
@@ -113,6 +115,11 @@ def free_form_inference(
     top_parameters = tf.cast(
         autoencoder.top_encoder(autoencoder.template_capsules(templates)),
         tf.float32,
+    )
+
+    # A single parent's posterior is exact given the templates: computed.
+    recompute_top_layer = recompute_top_layer or (
+        autoencoder.top_posterior_family == "single_parent"
     )
 
     def top_posterior_of(parameters, templates):
