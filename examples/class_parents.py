@@ -13,19 +13,21 @@ in training:
   explains its template layer best, alone certainly present (hard EM on
   the top layer's presences). For each parent `i` alone,
 
-      score_i = log p(t1, A1 | t0 = e_i, A0_i) - |A0_i|^2 / 2 + logit p_i
+      score_i = log p(t1, A1 | t0 = e_i, A0_i) + log p(t0 = e_i, A0_i)
 
-  with `A0_i` by `--top_pose_refinement_steps` EM steps
-  (`distributions.refine_parent_poses`) from the top encoder's poses;
-  the presences and poses are variational parameters, so the bound
-  stays a bound. Chosen freely, one parent soon wins every digit (it
-  is trained on all of them and so fits all of them best); with
+  with `A0_i` by `--top_pose_refinement_steps` EM steps from the top
+  encoder's poses (`distributions.single_parent_choices`); the presences
+  and poses are variational parameters, so the bound stays a bound.
+  Chosen freely, one parent soon wins every digit (it is trained on all
+  of them and so fits all of them best); with
   `--equipartition_temperature` T > 0 each training batch's choices are
   balanced across the parents instead: the argmax of the assignment
   whose image marginals are uniform and parent marginals equal that is
-  closest to `softmax(score / T)` (10 Sinkhorn-Knopp iterations in log
-  space, the balancing of SwAV, Caron et al. 2020). Test digits always
-  take the plain argmax.
+  closest to `softmax(score / T)` (`distributions.balanced_assignments`,
+  the balancing of SwAV, Caron et al. 2020). Test digits always take
+  the plain argmax. (The model's `top_posterior_family="single_parent"`
+  is the soft version: it trains on the balanced assignment itself and
+  infers the exact posterior.)
 
 In both, the top poses are computed by EM steps for the given presences,
 and the model trains on its own bound (`model.bound`: the relaxed one,
@@ -105,8 +107,7 @@ _OUTPUT = flags.DEFINE_string(
 )
 
 # Presence logits of a certain presence: q(t0 = 1) = 1 - 1e-13.
-_CERTAIN_LOGIT = 30.0
-_SINKHORN_ITERATIONS = 10
+_CERTAIN_LOGIT = distributions.CERTAIN_RELAXED_LOGIT
 _BATCH_SIZE = 250
 _BINARY_DRAWS = 16
 
@@ -146,45 +147,12 @@ def single_parent_choices(model, templates):
     """`(scores, poses)`: `(batch, n0)` scores of each parent alone
     present (the module docstring's `score_i`, nats) and `(batch, n0,
     n0, 6)` the top poses with parent `i` alone present (row `i`)."""
-    generative = model.decoder.generative_model()
-    posterior = _encoder_posterior(model, templates)
-    batch = tf.shape(posterior.pose_means)[0]
-    num_parents = posterior.presence_logits.shape[-1]
-    alone = _certain(tf.eye(num_parents))
-    top = {
-        generative.presence_key: tf.broadcast_to(
-            alone, [batch, num_parents, num_parents]
-        ),
-        "pose": tf.broadcast_to(
-            posterior.pose_means[:, None],
-            [batch, num_parents, *posterior.pose_means.shape[-2:]],
-        ),
-    }
-    children = {key: value[:, None] for key, value in templates.items()}
-    top["pose"] = distributions.refine_parent_poses(
-        generative,
-        top,
-        children,
+    return distributions.single_parent_choices(
+        model.decoder.generative_model(),
+        _encoder_posterior(model, templates).pose_means,
+        templates,
         max(model.top_pose_refinement_steps, 1),
     )
-    own_poses = tf.linalg.diag_part(tf.transpose(top["pose"], [0, 3, 1, 2]))
-    scores = (
-        generative.template_conditional(top).log_prob(children)
-        - 0.5 * tf.reduce_sum(tf.square(own_poses), 1)
-        + generative.top_presence_logits
-    )
-    return scores, top["pose"]
-
-
-def equipartition(scores, temperature):
-    """`(batch, n0)` log assignment weights: `scores / temperature`
-    rescaled by Sinkhorn-Knopp so that every parent's column sums to the
-    same and every image's row to 1 (in log space)."""
-    log_weights = scores / temperature
-    for _ in range(_SINKHORN_ITERATIONS):
-        log_weights -= tf.reduce_logsumexp(log_weights, 0, keepdims=True)
-        log_weights -= tf.reduce_logsumexp(log_weights, 1, keepdims=True)
-    return log_weights
 
 
 def best_single_posterior_fn(model, equipartition_temperature=0.0):
@@ -192,13 +160,15 @@ def best_single_posterior_fn(model, equipartition_temperature=0.0):
     parent (`single_parent_choices`) certainly present and every other
     certainly absent, the poses those of that parent alone; with
     `equipartition_temperature` > 0, the choices balanced across the
-    batch's images first (`equipartition`)."""
+    batch's images first (`distributions.balanced_assignments`)."""
 
     def top_posterior(templates):
         scores, poses = single_parent_choices(model, templates)
         choice = tf.stop_gradient(scores)
         if equipartition_temperature:
-            choice = equipartition(choice, equipartition_temperature)
+            choice = distributions.balanced_assignments(
+                choice, equipartition_temperature
+            )
         best = tf.argmax(choice, -1)
         posterior = _encoder_posterior(model, templates)
         posterior.presence_logits = _certain(tf.one_hot(best, scores.shape[-1]))

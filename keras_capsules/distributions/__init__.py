@@ -36,6 +36,7 @@ from keras_capsules.distributions.single_parent_bound import (
     single_parent_elbo,
 )
 from keras_capsules.distributions.single_parent_posterior import (
+    CERTAIN_RELAXED_LOGIT,
     SingleParentPosterior,
 )
 from keras_capsules.distributions.single_parents import (
@@ -53,6 +54,7 @@ from keras_capsules.distributions.template_rendering import (
 )
 
 __all__ = [
+    "CERTAIN_RELAXED_LOGIT",
     "POSE_DIM",
     "CapsuleConditional",
     "CapsuleLayerDistribution",

@@ -255,6 +255,23 @@ def test_balanced_assignments_stay_finite_far_apart_and_refuse_no_temperature():
         distributions.balanced_assignments(scores, 0)
 
 
+def test_balanced_choices_spread_one_best_parent_and_keep_clear_ones():
+    rng = np.random.default_rng(0)
+    # One parent best for every image: the plain argmax picks it
+    # everywhere, the balanced choice spreads the images.
+    skewed = tf.constant(rng.normal(size=(8, 4)), tf.float32) + [5.0, 0, 0, 0]
+    assert set(np.argmax(skewed.numpy(), 1)) == {0}
+    balanced = np.argmax(distributions.balanced_assignments(skewed, 1.0), 1)
+    assert len(set(balanced)) >= 3
+    # Scores already balanced (a different best parent per image) keep
+    # their choices.
+    clear = tf.constant(np.eye(4)[[0, 1, 2, 3, 0, 1, 2, 3]] * 20.0, tf.float32)
+    np.testing.assert_array_equal(
+        np.argmax(distributions.balanced_assignments(clear, 1.0), 1),
+        [0, 1, 2, 3, 0, 1, 2, 3],
+    )
+
+
 def test_posterior_summaries_and_mode():
     # Row 1: q_0 rounds to 1.
     log_q = np.array([np.log([0.7, 0.2, 0.1]), [0.0, -60.0, -80.0]])

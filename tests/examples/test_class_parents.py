@@ -62,6 +62,9 @@ def test_best_single_parent_is_the_argmax_of_one_parent_at_a_time(model):
     )
     scores, poses = class_parents.single_parent_choices(model, templates)
     # Each parent alone, one at a time, as the module docstring writes it.
+    prior = distributions.CapsulePrior(
+        generative.top_presence_logits, distributions.POSE_DIM
+    )
     for parent in range(4):
         alone = tf.one_hot(tf.fill([3], parent), 4)
         top = {
@@ -71,12 +74,9 @@ def test_best_single_parent_is_the_argmax_of_one_parent_at_a_time(model):
         top["pose"] = distributions.refine_parent_poses(
             generative, top, templates, 2
         )
-        own = top["pose"][:, parent]
-        expected = (
-            generative.template_conditional(top).log_prob(templates)
-            - 0.5 * tf.reduce_sum(tf.square(own), -1)
-            + generative.top_presence_logits[parent]
-        )
+        expected = generative.template_conditional(top).log_prob(
+            templates
+        ) + prior.log_prob({"presence": alone, "pose": top["pose"]})
         np.testing.assert_allclose(scores[:, parent], expected, rtol=1e-5)
         np.testing.assert_allclose(poses[:, parent], top["pose"], atol=1e-5)
     posterior = class_parents.best_single_posterior_fn(model)(templates)
@@ -88,27 +88,6 @@ def test_best_single_parent_is_the_argmax_of_one_parent_at_a_time(model):
         posterior.pose_means, np.asarray(poses)[np.arange(3), best], atol=1e-6
     )
     assert np.ptp(np.asarray(scores), axis=1).min() > 1e-3  # Not all equal.
-
-
-def test_equipartition_balances_parents_and_keeps_clear_choices():
-    rng = np.random.default_rng(0)
-    scores = tf.constant(rng.normal(size=(8, 4)) * 3.0, tf.float32)
-    weights = np.exp(class_parents.equipartition(scores, 1.0).numpy())
-    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(weights.sum(axis=0), 2.0, rtol=0.05)
-    # One parent best for every image: the plain argmax picks it
-    # everywhere, the balanced choice spreads the images.
-    skewed = tf.constant(rng.normal(size=(8, 4)), tf.float32) + [5.0, 0, 0, 0]
-    assert set(np.argmax(skewed.numpy(), 1)) == {0}
-    balanced = np.argmax(class_parents.equipartition(skewed, 1.0), 1)
-    assert len(set(balanced)) >= 3
-    # Scores already balanced (a different best parent per image) keep
-    # their choices.
-    clear = tf.constant(np.eye(4)[[0, 1, 2, 3, 0, 1, 2, 3]] * 20.0, tf.float32)
-    np.testing.assert_array_equal(
-        np.argmax(class_parents.equipartition(clear, 1.0), 1),
-        [0, 1, 2, 3, 0, 1, 2, 3],
-    )
 
 
 def test_script_writes_its_lines():
