@@ -42,15 +42,24 @@ def vae():
     return model, {}, (_images((8, 8, 1)),)
 
 
-def generative_capsules():
+def generative_capsules(**options):
     model = models.generative_capsule_autoencoder(
         image_shape=(16, 16, 1),
         num_top_capsules=2,
         num_template_capsules=3,
         template_size=6,
         seed=0,
+        **options,
     )
     return model, {}, (_images((16, 16, 1)),)
+
+
+def single_parent_generative_capsules():
+    return generative_capsules(
+        top_posterior_family="single_parent",
+        single_parent_balance_temperature=1.0,
+        top_pose_refinement_steps=1,
+    )
 
 
 def mixup_heinsen():
@@ -94,6 +103,7 @@ MODELS = [
     ("capsnet", capsnet),
     ("vae", vae),
     ("generative_capsules", generative_capsules),
+    ("single_parent_generative_capsules", single_parent_generative_capsules),
     ("mixup_heinsen_image", mixup_heinsen),
     ("matrix_capsnet", matrix_capsnet),
     *[(f"classifier_{r}", classifier(r)) for r in models.ROUTINGS],

@@ -1,7 +1,8 @@
 """GenerativeCapsuleAutoencoder with one top capsule present
 (`top_posterior_family="single_parent"`): its bound is
 `distributions.single_parent_elbo` at the exact posterior, training
-balances the batch's parents, and the model trains, saves and reloads."""
+balances the batch's parents, and the model trains under XLA, saves,
+reloads and exports."""
 
 import os
 import tempfile
@@ -94,12 +95,21 @@ def test_training_raises_the_bound_under_xla_and_the_model_round_trips():
         path = os.path.join(directory, "model.keras")
         model.save(path)
         restored = keras.models.load_model(path)
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.add_endpoint(
+            "serve",
+            model.encode,
+            input_signature=[tf.TensorSpec((None, 16, 16, 1), tf.float32)],
+        )
+        archive.write_out(os.path.join(directory, "export"), verbose=False)
+        exported = tf.saved_model.load(os.path.join(directory, "export"))
+        served = exported.serve(tf.constant(images, tf.float32))
     assert restored.top_posterior_family == "single_parent"
     assert restored.single_parent_balance_temperature == 1.0
     for key, value in model.encode(images).items():
-        np.testing.assert_allclose(
-            restored.encode(images)[key], value, rtol=1e-5, atol=1e-5
-        )
+        for other in (restored.encode(images), served):
+            np.testing.assert_allclose(other[key], value, rtol=1e-5, atol=1e-5)
 
 
 def test_free_form_inference_computes_the_top_layer_from_its_templates():
