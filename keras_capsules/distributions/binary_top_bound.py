@@ -25,6 +25,7 @@ presence vectors) or the mean of `num_draws` draws.
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from keras_capsules.distributions import elbo
 from keras_capsules.distributions import presences as presence_lib
 
 tfd = tfp.distributions
@@ -164,13 +165,11 @@ def binary_top_elbo(
         `template_posterior` and `top_posterior`.
     """
     template_seed, pose_seed, presence_seed = tfp.random.split_seed(seed, 3)
-    templates = template_posterior.sample(template_seed, rows)
-    parent_view = templates
-    if stop_gradient_between_layers:
-        parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
+    templates, parent_view = elbo.template_draw(
+        template_posterior, template_seed, rows, stop_gradient_between_layers
+    )
     top_posterior = top_posterior_fn(parent_view)
     poses = top_posterior.sample(pose_seed, rows)["pose"]
-    reconstruction = model.image_likelihood(templates).log_prob(images)
     logits = top_posterior.presence_logits
     template_kl = template_posterior.log_prob(
         templates
@@ -180,15 +179,14 @@ def binary_top_elbo(
     top_kl = bernoulli_kl(
         logits, tf.cast(model.top_presence_logits, logits.dtype)
     ) + _pose_log_ratio(top_posterior, poses)
-    return {
-        "elbo": reconstruction - template_kl - top_kl,
-        "reconstruction": reconstruction,
-        "template_kl": template_kl,
-        "top_kl": top_kl,
-        "templates": templates,
-        "template_posterior": template_posterior,
-        "top_posterior": top_posterior,
-    }
+    return elbo.bound_terms(
+        model.image_likelihood(templates).log_prob(images),
+        template_kl,
+        top_kl,
+        templates=templates,
+        template_posterior=template_posterior,
+        top_posterior=top_posterior,
+    )
 
 
 def _pose_log_ratio(posterior, poses):

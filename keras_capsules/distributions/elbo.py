@@ -55,24 +55,44 @@ def capsule_elbo(
         layers' posteriors `template_posterior` and `top_posterior`.
     """
     template_seed, top_seed = tfp.random.split_seed(seed, 2)
-    templates = template_posterior.sample(template_seed, rows)
-    parent_view = templates
-    if stop_gradient_between_layers:
-        parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
+    templates, parent_view = template_draw(
+        template_posterior, template_seed, rows, stop_gradient_between_layers
+    )
     top_posterior = top_posterior_fn(parent_view)
     top = top_posterior.sample(top_seed, rows)
-    reconstruction = model.image_likelihood(templates).log_prob(images)
     template_kl = template_posterior.log_prob(
         templates
     ) - model.template_conditional(top).log_prob(parent_view)
-    top_kl = top_posterior.log_prob(top) - model.top_prior().log_prob(top)
+    return bound_terms(
+        model.image_likelihood(templates).log_prob(images),
+        template_kl,
+        top_posterior.log_prob(top) - model.top_prior().log_prob(top),
+        templates=templates,
+        top=top,
+        template_posterior=template_posterior,
+        top_posterior=top_posterior,
+    )
+
+
+def template_draw(template_posterior, seed, rows, stop_gradient_between_layers):
+    """`(templates, parent_view)`: a draw of the template layer (rows
+    `rows` of a larger batch's draw, if given) and what the top layer's
+    terms see of it, the draw itself or, with
+    `stop_gradient_between_layers`, the draw as a constant."""
+    templates = template_posterior.sample(seed, rows)
+    parent_view = templates
+    if stop_gradient_between_layers:
+        parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
+    return templates, parent_view
+
+
+def bound_terms(reconstruction, template_kl, top_kl, **draws):
+    """The dict a bound returns: `elbo` (`reconstruction - template_kl -
+    top_kl`), the three terms, and `draws` (draws and posteriors)."""
     return {
         "elbo": reconstruction - template_kl - top_kl,
         "reconstruction": reconstruction,
         "template_kl": template_kl,
         "top_kl": top_kl,
-        "templates": templates,
-        "top": top,
-        "template_posterior": template_posterior,
-        "top_posterior": top_posterior,
+        **draws,
     }

@@ -22,6 +22,7 @@ bound is `binary_top_elbo`'s at that presence vector.
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from keras_capsules.distributions import elbo
 from keras_capsules.distributions.single_parents import single_parent_terms
 
 
@@ -60,30 +61,24 @@ def single_parent_elbo(
         and `top_posterior`.
     """
     template_seed, _, _ = tfp.random.split_seed(seed, 3)
-    templates = template_posterior.sample(template_seed, rows)
-    parent_view = templates
-    if stop_gradient_between_layers:
-        parent_view = tf.nest.map_structure(tf.stop_gradient, templates)
+    templates, parent_view = elbo.template_draw(
+        template_posterior, template_seed, rows, stop_gradient_between_layers
+    )
     top_posterior = top_posterior_fn(parent_view)
     log_likelihoods, log_priors = single_parent_terms(
         model, top_posterior.parent_poses, parent_view
     )
     log_q = top_posterior.log_probabilities
     q = tf.exp(log_q)
-    # 0 log 0 = 0: a parent of weight 0 adds nothing, whatever its terms.
-    top_kl = tf.reduce_sum(
-        tf.where(q > 0, q * (log_q - log_priors), tf.zeros_like(q)), -1
+
+    def expectation(values):  # 0 log 0 = 0: weight 0 adds nothing.
+        return tf.reduce_sum(tf.where(q > 0, q * values, tf.zeros_like(q)), -1)
+
+    return elbo.bound_terms(
+        model.image_likelihood(templates).log_prob(images),
+        template_posterior.log_prob(templates) - expectation(log_likelihoods),
+        expectation(log_q - log_priors),
+        templates=templates,
+        template_posterior=template_posterior,
+        top_posterior=top_posterior,
     )
-    template_kl = template_posterior.log_prob(templates) - tf.reduce_sum(
-        tf.where(q > 0, q * log_likelihoods, tf.zeros_like(q)), -1
-    )
-    reconstruction = model.image_likelihood(templates).log_prob(images)
-    return {
-        "elbo": reconstruction - template_kl - top_kl,
-        "reconstruction": reconstruction,
-        "template_kl": template_kl,
-        "top_kl": top_kl,
-        "templates": templates,
-        "template_posterior": template_posterior,
-        "top_posterior": top_posterior,
-    }
