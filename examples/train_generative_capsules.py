@@ -240,7 +240,9 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         "steps": _FREE_FORM_STEPS.value,
         "learning_rate": free_form_learning_rate(),
         "refined_parts": list(_FREE_FORM_PARTS.value),
-        "recompute_top_layer": _FREE_FORM_RECOMPUTE_TOP.value,
+        # A single parent's top layer is always computed.
+        "recompute_top_layer": _FREE_FORM_RECOMPUTE_TOP.value
+        or model.top_posterior_family == "single_parent",
         "optimizer": _FREE_FORM_OPTIMIZER.value,
     }
 
