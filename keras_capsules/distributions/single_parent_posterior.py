@@ -58,13 +58,17 @@ class SingleParentPosterior:
     def presence_logits(self):
         """`(batch, n0)` `logit q(t^0_i = 1)`: `log q_i` minus the
         `logsumexp` of the other parents' (exact where `q_i` rounds to
-        1; a single parent's logit is the finite `-LOG_ZERO`)."""
+        1; finite, `log q` taken no lower than `LOG_ZERO`)."""
+        log_q = tf.maximum(
+            self.log_probabilities,
+            tf.constant(presence_lib.LOG_ZERO, self.log_probabilities.dtype),
+        )
         others = tf.where(
             tf.eye(self.num_parents, dtype=tf.bool),
-            tf.constant(presence_lib.LOG_ZERO, self.log_probabilities.dtype),
-            self.log_probabilities[:, None, :],
+            tf.constant(presence_lib.LOG_ZERO, log_q.dtype),
+            log_q[:, None, :],
         )
-        return self.log_probabilities - tf.reduce_logsumexp(others, -1)
+        return log_q - tf.reduce_logsumexp(others, -1)
 
     @property
     def pose_means(self):

@@ -295,6 +295,14 @@ def test_posterior_summaries_and_mode():
         np.testing.assert_allclose(
             posterior.presence_logits[1, 0], 60.0, rtol=1e-5
         )
+        # Parents of probability exactly 0: finite logits all the same.
+        certain = distributions.SingleParentPosterior(
+            tf.constant([[0.0, -np.inf, -np.inf]], tf.float32),
+            tf.zeros((1, N_P, N_P, 6)),
+            temperature,
+        ).presence_logits.numpy()
+        assert np.all(np.isfinite(certain)) and certain[0, 0] > 1e30
+        assert certain[0, 1] < -1e30
         np.testing.assert_allclose(
             posterior.pose_means,
             np.stack([poses[:, i, i] for i in range(N_P)], 1),
