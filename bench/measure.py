@@ -13,6 +13,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from examples import runtime
+
 
 def best_seconds(run, repeats, warm_up=True, steps=1):
     """Runs once to trace and compile (unless `warm_up` is False), then
@@ -121,38 +123,77 @@ def _allocator_info():
 
 def memory_in_use_mb():
     """The memory TensorFlow's allocator holds now on the device (GPU, or
-    CPU), in MB; the process's peak resident set where it keeps no
-    statistics."""
+    CPU), in MB; where it keeps no statistics (on a CPU where oneDNN is
+    off), the process's resident set."""
     info = _allocator_info()
     if info is None:
-        return peak_memory_mb()
+        return _process_memory_kb("VmRSS") / 1024.0
     return info["current"] / 2**20
 
 
 def reset_peak_memory():
-    """Starts the peak that `peak_memory_mb` reports afresh."""
+    """Starts the peak that `peak_memory_mb` reports afresh (where
+    TensorFlow keeps no statistics, the process's peak resident set, which
+    Linux resets on writing 5 to `/proc/self/clear_refs`)."""
     if _allocator_info() is not None:
         tf.config.experimental.reset_memory_stats(_allocator_device())
+        return
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        pass  # Not Linux: the peak then counts from the process's start.
 
 
 def peak_memory_mb():
     """The peak of TensorFlow's allocator on the device since
     `reset_peak_memory` (tensors of eager, graph and XLA execution alike),
-    in MB; where it keeps no statistics, the process's peak resident
-    set."""
+    in MB; where it keeps no statistics, the process's peak resident set
+    since then (which also counts memory the allocator's caches keep)."""
     info = _allocator_info()
     if info is None:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        return _process_memory_kb("VmHWM") / 1024.0
     return info["peak"] / 2**20
 
 
+def _process_memory_kb(field):
+    """`VmRSS` or `VmHWM` of this process in kB from `/proc/self/status`;
+    off Linux, the peak resident set `getrusage` gives."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _cpu_model():
+    """The CPU's model name from `/proc/cpuinfo`, or `platform`'s guess."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_name():
-    """The GPU's name, or the CPU's core count and architecture."""
+    """The GPU's name, or the CPU's core count, architecture and model
+    and the oneDNN setting the process runs with: machines of one name
+    differ (the same steps ran 2-6x slower on an AVX2-only CPU than on an
+    AVX-512 one), and so does TensorFlow's choice of kernels on them."""
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         details = tf.config.experimental.get_device_details(gpus[0])
         return details.get("device_name", "GPU")
-    return f"CPU, {os.cpu_count()} cores, {platform.machine()}"
+    return (
+        f"CPU, {os.cpu_count()} cores, {platform.machine()}, "
+        f"{_cpu_model()}, TF_ENABLE_ONEDNN_OPTS={runtime.onednn_setting()}"
+    )
 
 
 def run_case_in_subprocess(module, case, flags, environment=None):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -96,6 +97,33 @@ class RoutingBenchTest(tf.test.TestCase):
         failed = measure.run_case_in_subprocess("echo_case", "a", [])
         self.assertEqual(failed["case"], "a")
         self.assertIn("No module named", failed["error"])
+
+    def test_peak_memory_without_allocator_statistics_is_the_processes(self):
+        # TensorFlow keeps no CPU allocator statistics where oneDNN is off:
+        # the peak is then the process's resident set since the reset.
+        if not os.path.exists("/proc/self/clear_refs"):
+            self.skipTest("The process's peak is reset through Linux /proc.")
+        with mock.patch.object(measure, "_allocator_info", lambda: None):
+            held = np.ones(2**26)  # 512 MB, resident: reset must not drop it.
+            measure.reset_peak_memory()
+            before = measure.memory_in_use_mb()
+            self.assertGreater(before, 500)
+            del held
+            after_free = measure.memory_in_use_mb()
+            self.assertLess(after_free, before - 400)
+            measure.reset_peak_memory()
+            start = measure.memory_in_use_mb()
+            block = np.ones(2**25)  # 256 MB
+            del block
+            self.assertBetween(measure.peak_memory_mb() - start, 250, 300)
+
+    def test_device_names_the_cpu_and_the_onednn_setting(self):
+        if measure.on_gpu():
+            self.skipTest("A GPU's name is what the record gives there.")
+        self.assertRegex(
+            measure.device_name(),
+            r"^CPU, \d+ cores, .+, TF_ENABLE_ONEDNN_OPTS=(0|1|default)$",
+        )
 
     def test_xla_writes_the_plan_that_is_read_back(self):
         # XLA reads its flags once per process: a fresh one.
