@@ -149,7 +149,8 @@ def peak_memory_mb():
     """The peak of TensorFlow's allocator on the device since
     `reset_peak_memory` (tensors of eager, graph and XLA execution alike),
     in MB; where it keeps no statistics, the process's peak resident set
-    since then (which also counts memory the allocator's caches keep)."""
+    since then, whose growth is a lower bound: memory the process already
+    holds and reuses is not counted again."""
     info = _allocator_info()
     if info is None:
         return _process_memory_kb("VmHWM") / 1024.0
@@ -184,8 +185,8 @@ def _cpu_model():
 def device_name():
     """The GPU's name, or the CPU's core count, architecture and model
     and the oneDNN setting the process runs with: machines of one name
-    differ (the same steps ran 2-6x slower on an AVX2-only CPU than on an
-    AVX-512 one), and so does TensorFlow's choice of kernels on them."""
+    differ (the same steps ran 1.6-6x slower on an AVX2-only CPU than on
+    an AVX-512 one), and so does TensorFlow's choice of kernels on them."""
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         details = tf.config.experimental.get_device_details(gpus[0])

@@ -212,7 +212,8 @@ def _route_by_parent(
     )
     batch = ops.shape(votes)[0]
     grid_size = activations.shape[1:3]
-    patch_shape = (batch, rows, columns, kernel_size, kernel_size, child_types)
+    # Any number of examples: the first assignment is formed for one.
+    patch_shape = (-1, rows, columns, kernel_size, kernel_size, child_types)
     slots = kernel_size * kernel_size * child_types
 
     def over_receptive_fields(logits):
@@ -235,7 +236,7 @@ def _route_by_parent(
             )
             + shift_slots
         )
-        return ops.reshape(log_total, (batch, rows * columns, 1, slots))
+        return ops.reshape(log_total, (-1, rows * columns, 1, slots))
 
     logits, means, variances = em_routing_on_patches(
         # Parent types before children: every routing sum over children is

@@ -192,9 +192,10 @@ def em_routing_on_patches(
         beta_u, beta_a: `(J,)`.
         inverse_temperatures: `(iterations,)` tensor, one `lambda` per
             iteration.
-        log_normalizer: maps `(batch, P, J, I)` logits `l_ij` to
-            `(batch, P, 1, I)`: the log of `sum_k exp(l_ik)` over all
-            parents `k` of the child in that slot.
+        log_normalizer: maps `(n, P, J, I)` logits `l_ij`, for any
+            number `n` of examples, to `(n, P, 1, I)`: the log of
+            `sum_k exp(l_ik)` over all parents `k` of the child in that
+            slot.
         cost_options: an `ActivationCost`.
         trace: optional list; each iteration appends its assignments
             `R_ij` `(batch, P, J, I)` (as the E-step gave them, before any
@@ -213,8 +214,11 @@ def em_routing_on_patches(
         / nonzero(ops.sum(activations, axis=-1))[:, :, None, None]
     )
     votes = votes - offset[..., None, :]
-    # R_ij = 1 / (number of parents of child i), Procedure 1 line 2.
-    zeros = ops.zeros_like(votes[..., 0])
+    # R_ij = 1 / (number of parents of child i), Procedure 1 line 2. It
+    # is the same for every example, so it is formed for one: formed for
+    # the whole batch, all of it constant, it cost XLA seconds of constant
+    # folding in the convolutional layers.
+    zeros = ops.zeros_like(votes[:1, ..., 0])
     uniform = ops.exp(zeros - log_normalizer(zeros))
     routing = uniform
     smoothing = cost_options.assignment_smoothing
@@ -233,7 +237,12 @@ def em_routing_on_patches(
             with_distances=iteration + 1 < num_iterations,
         )
         if trace is not None:
-            trace.append((routing, means + offset))
+            trace.append(
+                (
+                    ops.broadcast_to(routing, ops.shape(votes)[:-1]),
+                    means + offset,
+                )
+            )
         if iteration + 1 < num_iterations:
             # E-step: R_ij = a_j p_j / sum_k a_k p_k, in the log domain.
             scores = ops.log_sigmoid(logits)[..., None] + log_densities(
