@@ -35,7 +35,8 @@ probes (Table 1).
 `--evaluate_only` reloads them and writes `evaluation.json` instead (with
 `--top_pose_refinement_steps` or `--top_presence_refinement_steps` given,
 the reloaded model computes its top layer that way; `model.keras` is
-left as trained);
+left as trained; `evaluated_model` holds the configuration of the model
+evaluated, which the command's model flags need not describe);
 `--export_dir` writes a SavedModel whose `serve` signature maps images to
 their latent variables and reconstruction.
 
@@ -291,6 +292,20 @@ def load_or_fit(train, test, strategy):
     return model, training, vae
 
 
+def evaluated_model(model):
+    """With `--evaluate_only`, `{"evaluated_model": ...}`: the file and the
+    configuration of the model evaluated (after the inference flags), which
+    the command's model flags need not describe; otherwise `{}`."""
+    if not _EVALUATE_ONLY.value:
+        return {}
+    return {
+        "evaluated_model": {
+            "file": "model.keras",
+            "config": model.get_config(),
+        }
+    }
+
+
 def probe_table(model, vae, probe_sets, test_sets):
     """Probe accuracies `{kind: {test set: accuracy}}` for one protocol:
     `probe_sets` maps every test set to the probe's training images."""
@@ -358,6 +373,7 @@ def main(argv):
             "top_encoder": model.top_encoder.count_params(),
         },
         **training,
+        **evaluated_model(model),
         "evaluation": runs.evaluate(
             model, {"test": generative_training.test_images(test)}
         ),

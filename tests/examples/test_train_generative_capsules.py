@@ -134,6 +134,16 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         self.assertEqual(
             evaluation["flags"]["top_presence_refinement_steps"], 1
         )
+        # The model evaluated, not the command's model flags (the
+        # command left them at their defaults).
+        evaluated = evaluation["evaluated_model"]["config"]
+        trained = keras.models.load_model(model_path).get_config()
+        self.assertEqual(evaluated["top_presence_refinement_steps"], 1)
+        self.assertEqual(trained["top_presence_refinement_steps"], 0)
+        self.assertEqual(
+            evaluated["decoder"], json.loads(json.dumps(trained["decoder"]))
+        )
+        self.assertNotIn("evaluated_model", json.loads(results))
         self.assertCountEqual(
             evaluation["probe"]["upright"]["t0"], ["rotated_0", "affine"]
         )
