@@ -90,6 +90,10 @@ LAYER_CASES = [
         {"num_capsules": None, "capsule_dim": 2},
         [(5,), (5, 2, 3)],
         "heinsen_routing_variable_outputs",
+        # float32's own error on its outputs (scale ~2) reached 1.3e-6
+        # against float64 on an AVX2 CPU, above the default atol of 1e-6
+        # between XLA and eager mode.
+        graph_tolerance=1e-5,
         mask_shape=(5,),
     ),
     conformance.LayerCase(
