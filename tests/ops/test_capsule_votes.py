@@ -25,6 +25,20 @@ def votes_reference(poses, kernel, bias, shared):
     return votes
 
 
+def votes_gradients_reference(poses, kernel, shared, upstream):
+    """Gradients of `sum(V * G)` with respect to the poses, the kernel and
+    the bias, for `V = P W + B` written out: `dP[b, i] = sum_j G[b, i, j]
+    W[i, j]^T`, `dW[i, j] = sum_b P[b, i]^T G[b, i, j]`, `dB[i, j] = sum_b
+    G[b, i, j]` (summed over `i` too when the weights are shared)."""
+    weights = np.broadcast_to(kernel, (poses.shape[1], *kernel.shape[-3:]))
+    d_poses = np.einsum("bijch,ijdh->bicd", upstream, weights)
+    d_kernel = np.einsum("bicd,bijch->ijdh", poses, upstream)
+    d_bias = upstream.sum(axis=0)
+    if shared:
+        d_kernel, d_bias = d_kernel.sum(axis=0), d_bias.sum(axis=0)
+    return d_poses, d_kernel, d_bias
+
+
 class CapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(
         ("per_pair", False, False, 3),
@@ -45,6 +59,47 @@ class CapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
             votes, votes_reference(poses, kernel, bias, shared), rtol=1e-12
         )
 
+    @parameterized.product(
+        shared=(False, True), d_cov=(1, 4), mode=("eager", "graph", "xla")
+    )
+    def test_values_and_gradients_with_bias_in_every_mode(
+        self, shared, d_cov, mode
+    ):
+        # Under XLA the bias rides in the product (`_with_bias_rows`);
+        # elsewhere it is added to the votes.
+        rng = np.random.default_rng(d_cov)
+        n_in, n_out, d_in, d_out = 5, 3, 4, 6
+        pair = (n_out,) if shared else (n_in, n_out)
+        poses = rng.normal(size=(3, n_in, d_cov, d_in))
+        kernel = rng.normal(size=(*pair, d_in, d_out))
+        bias = rng.normal(size=(*pair, d_cov, d_out))
+        upstream = rng.normal(size=(3, n_in, n_out, d_cov, d_out))
+
+        def votes_and_gradients(poses, kernel, bias):
+            with tf.GradientTape() as tape:
+                tape.watch([poses, kernel, bias])
+                votes = capsule_ops.capsule_votes(
+                    poses, kernel, bias, shared=shared
+                )
+                loss = tf.reduce_sum(votes * upstream)
+            return votes, tape.gradient(loss, [poses, kernel, bias])
+
+        if mode != "eager":
+            votes_and_gradients = tf.function(
+                votes_and_gradients, jit_compile=mode == "xla"
+            )
+        votes, gradients = votes_and_gradients(
+            *(tf.constant(x) for x in (poses, kernel, bias))
+        )
+        self.assertAllClose(
+            votes, votes_reference(poses, kernel, bias, shared), rtol=1e-12
+        )
+        for got, want in zip(
+            gradients,
+            votes_gradients_reference(poses, kernel, shared, upstream),
+        ):
+            self.assertAllClose(got, want, rtol=1e-12, atol=1e-12)
+
     def test_zero_poses_give_the_bias(self):
         bias = np.arange(2 * 3 * 2 * 5, dtype="float32").reshape(2, 3, 2, 5)
         votes = capsule_ops.capsule_votes(
@@ -54,19 +109,25 @@ class CapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
         )
         self.assertAllEqual(votes, np.broadcast_to(bias, (4, 2, 3, 2, 5)))
 
-    def test_shared_kernel_takes_any_count_under_xla(self):
-        kernel = np.random.default_rng(0).normal(size=(3, 4, 2)).astype("f4")
+    @parameterized.named_parameters(("plain", False), ("bias", True))
+    def test_shared_kernel_takes_any_count_under_xla(self, with_bias):
+        rng = np.random.default_rng(0)
+        kernel = rng.normal(size=(3, 4, 2)).astype("f4")
+        bias = rng.normal(size=(3, 4, 2)).astype("f4") if with_bias else None
         votes_of = tf.function(
-            lambda poses: capsule_ops.capsule_votes(poses, kernel, shared=True),
+            lambda poses: capsule_ops.capsule_votes(
+                poses, kernel, bias, shared=True
+            ),
             jit_compile=True,
             input_signature=[tf.TensorSpec((None, None, 4, 4), tf.float32)],
         )
-        for count in (1, 7):
-            poses = np.ones((2, count, 4, 4), "float32")
+        for batch, count in ((2, 1), (3, 7)):
+            poses = rng.normal(size=(batch, count, 4, 4)).astype("f4")
             self.assertAllClose(
                 votes_of(poses),
-                votes_reference(poses, kernel, None, shared=True),
+                votes_reference(poses, kernel, bias, shared=True),
                 rtol=1e-6,
+                atol=1e-6,
             )
 
     def test_kernel_cast_to_the_poses_dtype(self):
