@@ -25,3 +25,31 @@ def compiled_by_xla():
         return bool(control_flow_util.GraphOrParentsInXlaContext(graph))
     except AttributeError:  # pragma: no cover
         return False
+
+
+def written_once(tensor):
+    """`tensor` unchanged, but under XLA written out once, and its gradient
+    too, instead of recomputed inside each operation that reads it.
+
+    XLA fuses a cheap producer (a transpose, a subtraction) into every
+    consumer, so a vote-sized tensor read by several fusions is recomputed
+    by each, through every layout change on its way. XLA does not
+    duplicate a division; dividing by a one that it cannot prove is one
+    (`exp(0 s)`, `s` an entry of the tensor, made finite) makes the
+    tensor a single buffer. The value is exact: `x / 1 = x`. Outside XLA
+    TensorFlow writes every operation's result anyway, and the tensor is
+    returned as it is.
+    """
+    if not compiled_by_xla():
+        return tensor
+
+    def divided_by_one(value):
+        first = tf.reshape(value, [-1])[:1]
+        one = tf.exp(0.0 * tf.where(tf.math.is_finite(first), first, 0.0))
+        return value / tf.stop_gradient(one)
+
+    @tf.custom_gradient
+    def identity(value):
+        return divided_by_one(value), divided_by_one
+
+    return identity(tensor)

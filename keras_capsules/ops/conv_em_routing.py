@@ -9,6 +9,7 @@ from keras_capsules.ops.capsule_patches import (
     fold_patches,
     output_size,
 )
+from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.em_routing import (
     VARIANCE_FLOOR,
     ActivationCost,
@@ -218,7 +219,12 @@ def _route_by_parent(
 
     def over_receptive_fields(logits):
         # log sum over the parent types, in each patch slot ...
-        per_slot = ops.reshape(ops.logsumexp(logits, axis=2), patch_shape)
+        # Written once under XLA: otherwise the gradient of the folds and
+        # gathers below, small grid-sized work, is recomputed for every
+        # parent type inside the fusion that forms the logits' gradient.
+        per_slot = written_once(
+            ops.reshape(ops.logsumexp(logits, axis=2), patch_shape)
+        )
         # ... then over every slot that holds the same child, shifted by
         # the child's largest value for stability.
         shift = ops.stop_gradient(

@@ -12,6 +12,7 @@ from keras_capsules.ops.arguments import (
     check_shape,
     routing_tensor,
 )
+from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.em_moments import nonzero, weighted_moments
 
 # Added to every variance sigma^2 by default: identical votes (zero
@@ -213,7 +214,10 @@ def em_routing_on_patches(
         ops.einsum("bpi,bpjih->bpjh", activations, votes)
         / nonzero(ops.sum(activations, axis=-1))[:, :, None, None]
     )
-    votes = votes - offset[..., None, :]
+    # Every M-step and E-step reads these: under XLA they are written
+    # once, in this layout, rather than recomputed from the vote product
+    # (through its transpose) inside each reading fusion.
+    votes = written_once(votes - offset[..., None, :])
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2. It
     # is the same for every example, so it is formed for one: formed for
     # the whole batch, all of it constant, it cost XLA seconds of constant

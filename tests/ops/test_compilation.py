@@ -1,8 +1,11 @@
-"""`compiled_by_xla` tells the ops which compiler traces them."""
+"""`compiled_by_xla` tells the ops which compiler traces them;
+`written_once` changes no value and no gradient in any mode."""
 
+import numpy as np
 import tensorflow as tf
+from absl.testing import parameterized
 
-from keras_capsules.ops.compilation import compiled_by_xla
+from keras_capsules.ops.compilation import compiled_by_xla, written_once
 
 
 class CompiledByXlaTest(tf.test.TestCase):
@@ -20,6 +23,43 @@ class CompiledByXlaTest(tf.test.TestCase):
         tf.function(record("graph"))(tf.ones(1))
         record("eager")(tf.ones(1))
         self.assertEqual(seen, {"xla": True, "graph": False, "eager": False})
+
+
+class WrittenOnceTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.product(
+        mode=("eager", "graph", "xla"), dtype=("float32", "float16")
+    )
+    def test_values_and_gradients_pass_unchanged(self, mode, dtype):
+        rng = np.random.default_rng(0)
+        values = rng.normal(size=(3, 4, 5)).astype(dtype)
+        upstream = rng.normal(size=(4, 3, 5)).astype(dtype)
+
+        def run(values):
+            with tf.GradientTape() as tape:
+                tape.watch(values)
+                # Read by two consumers through a transpose: the case the
+                # function is for.
+                shared = written_once(tf.transpose(values, (1, 0, 2)) - 1)
+                out = tf.square(shared) + 2 * shared
+                loss = tf.reduce_sum(shared * upstream)
+            return out, shared, tape.gradient(loss, values)
+
+        if mode != "eager":
+            run = tf.function(run, jit_compile=mode == "xla")
+        out, shared, gradient = run(tf.constant(values))
+        want = np.transpose(values, (1, 0, 2)) - np.asarray(1, dtype)
+        self.assertAllEqual(shared, want)  # bit for bit: x / 1 = x
+        self.assertAllClose(out, want**2 + 2 * want, rtol=1e-3)
+        self.assertAllEqual(gradient, np.transpose(upstream, (1, 0, 2)))
+
+    @parameterized.named_parameters(("nan", np.nan), ("inf", np.inf))
+    def test_a_non_finite_entry_stays_where_it_is(self, bad):
+        values = np.arange(6, dtype="float32").reshape(2, 3)
+        values[0, 0] = bad
+        out = tf.function(written_once, jit_compile=True)(values)
+        self.assertAllEqual(out[0, 1:], values[0, 1:])
+        self.assertAllEqual(out[1], values[1])
+        self.assertEqual(np.isnan(out[0, 0]), np.isnan(bad))
 
 
 if __name__ == "__main__":
