@@ -11,7 +11,7 @@ from keras_capsules.ops.arguments import (
     check_shape,
     routing_tensor,
 )
-from keras_capsules.ops.compilation import compiled_by_xla
+from keras_capsules.ops.compilation import compiled_by_xla, written_once
 from keras_capsules.ops.small_matmul import small_matmul
 
 # Added to the use-weighted totals before dividing by them, and to the
@@ -211,9 +211,13 @@ def _iterate_as_products(
         ops.shape(votes)[1],
         *votes.shape[2:],
     )
-    votes = ops.reshape(
-        ops.transpose(votes, (0, 2, 1, 3, 4)),
-        (batch, num_outputs, num_inputs, d_cov * d_out),
+    # Written once under XLA, not recomputed (through the transpose)
+    # inside every fusion that reads them.
+    votes = written_once(
+        ops.reshape(
+            ops.transpose(votes, (0, 2, 1, 3, 4)),
+            (batch, num_outputs, num_inputs, d_cov * d_out),
+        )
     )
     log_two_pi = math.log(2.0 * math.pi)
     output_scores = means = variances = squared_deviations = None
