@@ -118,8 +118,8 @@ def _with_bias_rows(rows, kernel, bias):
     bias's gradient, a sum of the votes' gradient over the batch, comes
     out of the product that forms the kernel's gradient. As a separate
     sum, XLA on CPU fused the whole votes' gradient into it and
-    recomputed it there (0.9 ms of Heinsen 64 -> 5's 3.5 ms step at
-    batch 20; the step takes 2.4 ms with the bias in the product). The
+    recomputed it there (1.0 ms of Heinsen 64 -> 5's 3.2-4.4 ms step at
+    batch 20; 2.2-2.4 ms with the bias in the product). The
     product's contraction grows from `d_in` to `d_in + d_cov`.
     """
     d_cov = bias.shape[-2]

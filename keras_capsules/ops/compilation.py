@@ -44,7 +44,8 @@ def written_once(tensor):
         return tensor
 
     def divided_by_one(value):
-        first = tf.reshape(value, [-1])[:1]
+        # A scalar from the first entry (0 for an empty tensor).
+        first = tf.reduce_sum(tf.reshape(value, [-1])[:1])
         one = tf.exp(0.0 * tf.where(tf.math.is_finite(first), first, 0.0))
         return value / tf.stop_gradient(one)
 

@@ -52,6 +52,10 @@ class WrittenOnceTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(out, want**2 + 2 * want, rtol=1e-3)
         self.assertAllEqual(gradient, np.transpose(upstream, (1, 0, 2)))
 
+    def test_an_empty_batch_passes_under_xla(self):
+        out = tf.function(written_once, jit_compile=True)(tf.zeros((0, 3)))
+        self.assertEqual(out.shape, (0, 3))
+
     @parameterized.named_parameters(("nan", np.nan), ("inf", np.inf))
     def test_a_non_finite_entry_stays_where_it_is(self, bad):
         values = np.arange(6, dtype="float32").reshape(2, 3)
