@@ -8,6 +8,7 @@ from keras_capsules.layers import em_activation, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.capsule_votes import conv_capsule_votes
+from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.conv_em_routing import conv_em_routing_by_parent
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
@@ -174,8 +175,12 @@ class ConvMatrixCapsules(keras.layers.Layer):
         mask = combined_input_mask(mask)
         if mask is not None:
             activations = activations * ops.cast(mask, activations.dtype)
-        activations = self._pad(activations, 1)
-        patches = self._pad(poses, 3)
+        # Under XLA the grids' gradients, sums of K x K shifted copies,
+        # are then written once: otherwise every operation that reads
+        # them (the previous layer's bias gradient, a sum over the grid)
+        # re-adds the K x K copies inside its own loop.
+        activations = written_once(self._pad(activations, 1))
+        patches = written_once(self._pad(poses, 3))
         patches = extract_patches(patches, self.kernel_size, self.strides)
         # (batch, H', W', C, K, K, B, 4, 4): parent types first, the
         # layout the routing sums in.
