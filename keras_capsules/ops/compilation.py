@@ -36,11 +36,10 @@ def written_once(tensor):
     by each, through every layout change on its way. XLA does not
     duplicate a division; dividing by a one that it cannot prove is one
     (`exp(0 s)`, `s` an entry of the tensor, made finite) makes the
-    tensor a single buffer (a heuristic of XLA's fusion: should a release
-    change it, the value stays exact and only the speed changes). The
-    value is exact: `x / 1 = x`. Outside XLA
-    TensorFlow writes every operation's result anyway, and the tensor is
-    returned as it is.
+    tensor a single buffer. The value is exact: `x / 1 = x` (so should a
+    release of XLA change that heuristic, only the speed changes).
+    Outside XLA TensorFlow writes every operation's result anyway, and
+    the tensor is returned as it is.
     """
     if not compiled_by_xla():
         return tensor
