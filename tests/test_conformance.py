@@ -53,6 +53,18 @@ LAYER_CASES = [
         "primary_capsules",
     ),
     conformance.LayerCase(
+        layers.PrimaryCapsules,
+        {
+            "num_capsule_types": 3,
+            "capsule_dim": 4,
+            "kernel_size": 5,
+            "padding": "same",
+            "convolution_algorithm": "spectral",
+        },
+        (7, 6, 2),
+        "primary_capsules_spectral",
+    ),
+    conformance.LayerCase(
         layers.DynamicRouting,
         {"num_capsules": 3, "capsule_dim": 4},
         (6, 5),

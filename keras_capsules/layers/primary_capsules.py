@@ -4,7 +4,13 @@ import keras
 from keras import ops
 
 from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.ops.spectral_convolution import (
+    spectral_conv2d,
+    spectral_is_cheaper,
+)
 from keras_capsules.ops.squash import squash, squashed_length_logit
+
+_ALGORITHMS = ("auto", "direct", "spectral")
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -29,6 +35,15 @@ class PrimaryCapsules(keras.layers.Layer):
             (see `CapsuleRouting`): `(batch, n)` logits `2 log |s|` of the
             capsules' lengths and `(batch, n, 1, capsule_dim)` poses, the
             squashed capsules. Defaults to `False`.
+        convolution_algorithm: how the convolution is computed, with the
+            same weights either way: `"direct"` (`keras.layers.Conv2D`),
+            `"spectral"` (`ops.spectral_conv2d`: products with DFT
+            matrices; needs a known image size) or `"auto"`: spectral
+            where the image size is known, no GPU or TPU is visible, and
+            it takes at most half the direct multiply-adds (CapsNet's 9x9
+            PrimaryCaps: 3.5x fewer, 3.5-3.8x faster to train on a 2-core
+            CPU), else direct. The two agree to float32 rounding.
+            Defaults to `"auto"`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -54,10 +69,15 @@ class PrimaryCapsules(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         contract=False,
+        convolution_algorithm="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.contract = bool(contract)
+        validation.check_option(
+            self, "convolution_algorithm", convolution_algorithm, _ALGORITHMS
+        )
+        self.convolution_algorithm = convolution_algorithm
         self.num_capsule_types = num_capsule_types
         self.capsule_dim = capsule_dim
         validation.check_positive_ints(
@@ -83,10 +103,29 @@ class PrimaryCapsules(keras.layers.Layer):
 
     def build(self, input_shape):
         validation.image_shape(self, input_shape)
+        if self.convolution_algorithm == "spectral" and None in tuple(
+            input_shape[1:3]
+        ):
+            raise ValueError(
+                f"`{self.name}` with convolution_algorithm='spectral' "
+                "expects images of a known size (batch, H, W, C). "
+                f"Received: {tuple(input_shape)}. Give the model a fixed "
+                "image size, or use convolution_algorithm='auto'."
+            )
         self.convolution.build(input_shape)
 
     def call(self, inputs):
-        features = self.convolution(inputs)  # (b, H', W', types * dim)
+        if self._computes_spectrally(inputs.shape):
+            convolution = self.convolution
+            features = spectral_conv2d(
+                ops.cast(inputs, self.compute_dtype),
+                ops.cast(convolution.kernel, self.compute_dtype),
+                convolution.strides,
+                convolution.padding,
+            )
+            features = features + ops.cast(convolution.bias, self.compute_dtype)
+        else:
+            features = self.convolution(inputs)  # (b, H', W', types * dim)
         capsules = ops.reshape(
             features, (ops.shape(features)[0], -1, self.capsule_dim)
         )
@@ -98,6 +137,21 @@ class PrimaryCapsules(keras.layers.Layer):
                 ops.cast(capsules[:, :, None, :], self.compute_dtype),
             ]
         return ops.cast(capsules, self.compute_dtype)
+
+    def _computes_spectrally(self, input_shape):
+        """Whether this call takes `spectral_conv2d` (see
+        `convolution_algorithm`)."""
+        if self.convolution_algorithm != "auto":
+            return self.convolution_algorithm == "spectral"
+        on_cpu_only = all(
+            device.lower().startswith("cpu")
+            for device in keras.distribution.list_devices()
+        )
+        return on_cpu_only and spectral_is_cheaper(
+            tuple(input_shape[1:3]),
+            tuple(self.convolution.kernel.shape),
+            self.convolution.strides,
+        )
 
     def compute_output_shape(self, input_shape):
         _, height, width, _ = self.convolution.compute_output_shape(input_shape)
@@ -121,4 +175,5 @@ class PrimaryCapsules(keras.layers.Layer):
             "padding": self.padding,
             **kernel_arguments.kernel_config(self),
             "contract": self.contract,
+            "convolution_algorithm": self.convolution_algorithm,
         }

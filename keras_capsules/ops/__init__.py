@@ -18,6 +18,7 @@ from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficients,
 )
 from keras_capsules.ops.margin_loss import margin_loss
+from keras_capsules.ops.spectral_convolution import spectral_conv2d
 from keras_capsules.ops.spread_loss import spread_loss
 from keras_capsules.ops.squash import (
     safe_norm,
@@ -41,6 +42,7 @@ __all__ = [
     "interpolating_coefficients",
     "margin_loss",
     "safe_norm",
+    "spectral_conv2d",
     "spread_loss",
     "squash",
     "squashed_length_logit",

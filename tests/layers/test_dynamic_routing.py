@@ -87,7 +87,7 @@ class DynamicRoutingLayerTest(tf.test.TestCase, parameterized.TestCase):
         self.assertGreater(float(tf.reduce_max(tf.abs(gradient))), 0.0)
 
 
-class PrimaryCapsulesTest(tf.test.TestCase):
+class PrimaryCapsulesTest(tf.test.TestCase, parameterized.TestCase):
     def test_groups_channels_into_squashed_capsules(self):
         x = np.random.default_rng(0).normal(size=(2, 9, 9, 3)).astype("float32")
         layer = layers.PrimaryCapsules(4, 5, kernel_size=3, strides=2)
@@ -117,6 +117,84 @@ class PrimaryCapsulesTest(tf.test.TestCase):
             ValueError, "padding.*Received: padding='full'"
         ):
             layers.PrimaryCapsules(2, 3, padding="full")
+        with self.assertRaisesRegex(
+            ValueError, "convolution_algorithm.*Received: .*='fft'"
+        ):
+            layers.PrimaryCapsules(2, 3, convolution_algorithm="fft")
+        spectral = layers.PrimaryCapsules(
+            2, 3, convolution_algorithm="spectral"
+        )
+        with self.assertRaisesRegex(ValueError, r"known size.*None, 8, 2"):
+            spectral.build((None, None, 8, 2))
+
+    @parameterized.product(
+        padding=["valid", "same"], mode=["eager", "xla"], contract=[False, True]
+    )
+    def test_spectral_convolution_equals_direct(self, padding, mode, contract):
+        x = np.random.default_rng(0).normal(size=(2, 11, 10, 3))
+        arguments = dict(
+            kernel_size=(5, 4), strides=2, padding=padding, contract=contract
+        )
+        direct = layers.PrimaryCapsules(
+            4, 5, convolution_algorithm="direct", **arguments
+        )
+        spectral = layers.PrimaryCapsules(
+            4, 5, convolution_algorithm="spectral", **arguments
+        )
+        direct.build(x.shape)
+        spectral.build(x.shape)
+        kernel, bias = direct.get_weights()
+        bias = np.random.default_rng(1).normal(size=bias.shape)  # not 0.
+        direct.set_weights([kernel, bias])
+        spectral.set_weights([kernel, bias])
+        call_direct, call_spectral = direct, spectral
+        if mode == "xla":
+            call_direct = tf.function(direct, jit_compile=True)
+            call_spectral = tf.function(spectral, jit_compile=True)
+        want = tf.nest.flatten(call_direct(tf.constant(x, "float32")))
+        got = tf.nest.flatten(call_spectral(tf.constant(x, "float32")))
+        for result, expected in zip(got, want):
+            self.assertAllClose(result, expected, rtol=1e-5, atol=1e-5)
+
+    def test_spectral_convolution_under_mixed_precision(self):
+        x = np.random.default_rng(1).uniform(size=(2, 9, 9, 3))
+        direct = layers.PrimaryCapsules(
+            2, 4, kernel_size=5, convolution_algorithm="direct"
+        )
+        spectral = layers.PrimaryCapsules(
+            2,
+            4,
+            kernel_size=5,
+            convolution_algorithm="spectral",
+            dtype="mixed_float16",
+        )
+        direct.build(x.shape)
+        spectral.build(x.shape)
+        spectral.set_weights(direct.get_weights())
+        result = spectral(x)
+        self.assertEqual(result.dtype, tf.float16)
+        self.assertAllClose(result, direct(x), rtol=1e-2, atol=1e-2)
+
+    def test_auto_takes_spectral_where_it_saves_half_the_work(self):
+        def convolution_ops(layer, shape):
+            function = tf.function(layer).get_concrete_function(
+                tf.TensorSpec(shape, "float32")
+            )
+            types = {op.type for op in function.graph.get_operations()}
+            return "Conv2D" in types, "BatchMatMulV2" in types
+
+        # CapsNet's PrimaryCaps has 3.5x fewer multiply-adds spectrally;
+        # a 3x3 kernel has more.
+        large = layers.PrimaryCapsules(32, 8)
+        self.assertEqual(
+            convolution_ops(large, (1, 20, 20, 256)), (False, True)
+        )
+        small = layers.PrimaryCapsules(2, 4, kernel_size=3)
+        self.assertEqual(convolution_ops(small, (1, 20, 20, 8)), (True, False))
+        # An image size known only when called: direct.
+        self.assertEqual(
+            convolution_ops(large, (1, None, None, 256)), (True, False)
+        )
 
 
 class CapsuleLengthTest(tf.test.TestCase):
