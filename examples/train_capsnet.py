@@ -50,6 +50,13 @@ _CONV_FILTERS = flags.DEFINE_integer("conv_filters", 256, "Conv1 channels.")
 _PRIMARY_TYPES = flags.DEFINE_integer(
     "primary_capsule_types", 32, "Primary capsule types per position."
 )
+_PRIMARY_CONVOLUTION = flags.DEFINE_enum(
+    "primary_convolution",
+    "auto",
+    ["auto", "direct", "spectral"],
+    "How PrimaryCaps' 9x9 convolution is computed (`PrimaryCapsules`' "
+    "`convolution_algorithm`): auto takes the spectral form on a CPU.",
+)
 _DECODER_UNITS = flags.DEFINE_list(
     "decoder_units", ["512", "1024"], "Decoder hidden layer sizes."
 )
@@ -62,6 +69,7 @@ def build_model(image_shape, num_classes):
         num_classes,
         conv_filters=_CONV_FILTERS.value,
         primary_capsule_types=_PRIMARY_TYPES.value,
+        primary_convolution_algorithm=_PRIMARY_CONVOLUTION.value,
         num_iterations=runs.ROUTING_ITERATIONS.value,
         decoder_units=[int(units) for units in _DECODER_UNITS.value],
         reconstruction_weight=_RECONSTRUCTION_WEIGHT.value,

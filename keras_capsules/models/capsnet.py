@@ -33,6 +33,10 @@ class CapsNet(keras.Model):
         conv_filters, conv_kernel_size: the first convolution (256, 9).
         primary_capsule_types, primary_capsule_dim, primary_kernel_size,
         primary_strides: `PrimaryCapsules` (32, 8, 9, 2).
+        primary_convolution_algorithm: the primary capsules' convolution
+            (`PrimaryCapsules`' `convolution_algorithm`): `"auto"`
+            (spectral on a CPU at the paper's sizes), `"direct"` or
+            `"spectral"`; the weights are the same.
         capsule_dim: int, size of each class capsule (16).
         num_iterations: int, routing iterations (3).
         decoder_units: hidden layer sizes of the decoder ((512, 1024)).
@@ -51,6 +55,7 @@ class CapsNet(keras.Model):
         primary_capsule_dim=8,
         primary_kernel_size=9,
         primary_strides=2,
+        primary_convolution_algorithm="auto",
         capsule_dim=16,
         num_iterations=3,
         decoder_units=(512, 1024),
@@ -72,6 +77,7 @@ class CapsNet(keras.Model):
         self.primary_capsule_dim = primary_capsule_dim
         self.primary_kernel_size = primary_kernel_size
         self.primary_strides = primary_strides
+        self.primary_convolution_algorithm = primary_convolution_algorithm
         self.capsule_dim = capsule_dim
         self.num_iterations = num_iterations
         self.decoder_units = tuple(int(units) for units in decoder_units)
@@ -84,6 +90,7 @@ class CapsNet(keras.Model):
             primary_capsule_dim,
             kernel_size=primary_kernel_size,
             strides=primary_strides,
+            convolution_algorithm=primary_convolution_algorithm,
             name="primary_capsules",
         )
         self.class_capsules = layers.DynamicRouting(
@@ -224,6 +231,9 @@ class CapsNet(keras.Model):
             "primary_capsule_dim": self.primary_capsule_dim,
             "primary_kernel_size": self.primary_kernel_size,
             "primary_strides": self.primary_strides,
+            "primary_convolution_algorithm": (
+                self.primary_convolution_algorithm
+            ),
             "capsule_dim": self.capsule_dim,
             "num_iterations": self.num_iterations,
             "decoder_units": self.decoder_units,

@@ -86,6 +86,32 @@ class CapsNetTest(tf.test.TestCase):
             atol=1e-5,
         )
 
+    def test_primary_convolution_algorithms_train_alike(self):
+        images, labels = toy_data(16)
+        trained = []
+        for algorithm in ("direct", "spectral"):
+            keras.utils.set_random_seed(0)
+            model = models.capsnet(
+                (12, 12, 1),
+                2,
+                primary_convolution_algorithm=algorithm,
+                **_SMALL,
+            )
+            model.compile(optimizer=keras.optimizers.SGD(0.1))
+            model.fit(images, labels, epochs=2, batch_size=8, verbose=0)
+            trained.append(model)
+        direct, spectral = trained
+        self.assertEqual(
+            spectral.get_config()["primary_convolution_algorithm"], "spectral"
+        )
+        self.assertEqual(
+            spectral.primary_capsules.convolution_algorithm, "spectral"
+        )
+        # The same weights after 4 steps, to float32 rounding.
+        for got, want in zip(spectral.get_weights(), direct.get_weights()):
+            self.assertAllClose(got, want, rtol=1e-4, atol=1e-5)
+        self.assertAllClose(spectral(images), direct(images), atol=1e-5)
+
     def test_mixed_float16_training_stays_finite(self):
         images, labels = toy_data(16)
         policy = keras.mixed_precision.dtype_policy()
