@@ -41,8 +41,8 @@ class PrimaryCapsules(keras.layers.Layer):
             matrices; needs a known image size) or `"auto"`: spectral
             where the image size is known, no GPU or TPU is visible, and
             it takes at most half the direct multiply-adds (CapsNet's 9x9
-            PrimaryCaps: 3.5x fewer, 3.5-3.8x faster to train on a 2-core
-            CPU), else direct. The two agree to float32 rounding.
+            PrimaryCaps: 3.5x fewer; forward and backward 3.5x faster on
+            a 2-core CPU), else direct. The two agree to float32 rounding.
             Defaults to `"auto"`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
@@ -151,6 +151,7 @@ class PrimaryCapsules(keras.layers.Layer):
             tuple(input_shape[1:3]),
             tuple(self.convolution.kernel.shape),
             self.convolution.strides,
+            self.convolution.padding,
         )
 
     def compute_output_shape(self, input_shape):

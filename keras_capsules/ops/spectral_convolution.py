@@ -114,21 +114,31 @@ def spectral_conv2d(inputs, kernel, strides=1, padding="valid"):
     return ops.cast(ops.transpose(y, (2, 1, 0, 3)), dtype)
 
 
-def convolution_multiply_adds(image_size, kernel_shape, strides=1):
+def convolution_multiply_adds(
+    image_size, kernel_shape, strides=1, padding="valid"
+):
     """Multiply-adds per image of the direct and the spectral convolution.
 
     Args:
         image_size: `(H, W)`.
         kernel_shape: `(kh, kw, C, O)`.
         strides: int or pair.
+        padding: `"valid"` or `"same"`.
 
     Returns:
         dict with `direct` and `spectral`, each an int. The spectral count
         leaves out the kernel's transform, shared by the whole batch.
     """
-    height, width = image_size
     kernel_height, kernel_width, channels, filters = kernel_shape
     strides = _pair(strides)
+    height, width = image_size
+    if padding == "same":
+        height, width = (
+            size + sum(_same_padding(size, kernel_size, stride))
+            for size, kernel_size, stride in zip(
+                image_size, kernel_shape[:2], strides
+            )
+        )
     out_height = (height - kernel_height) // strides[0] + 1
     out_width = (width - kernel_width) // strides[1] + 1
     half = width // 2 + 1
@@ -146,30 +156,40 @@ def convolution_multiply_adds(image_size, kernel_shape, strides=1):
     }
 
 
-def spectral_is_cheaper(image_size, kernel_shape, strides=1):
+def spectral_is_cheaper(image_size, kernel_shape, strides=1, padding="valid"):
     """Whether `spectral_conv2d` needs at most `SPECTRAL_ADVANTAGE` of the
     direct convolution's multiply-adds (False for an unknown size)."""
     if image_size is None or None in tuple(image_size):
         return False
-    if any(k > n for k, n in zip(kernel_shape[:2], image_size)):
+    if padding == "valid" and any(
+        k > n for k, n in zip(kernel_shape[:2], image_size)
+    ):
         return False
-    count = convolution_multiply_adds(image_size, kernel_shape, strides)
+    count = convolution_multiply_adds(
+        image_size, kernel_shape, strides, padding
+    )
     return count["spectral"] <= SPECTRAL_ADVANTAGE * count["direct"]
 
 
 def _padded_as_same(inputs, kernel_shape, strides):
-    """Zero-pads `inputs` as `Conv2D(padding="same")` does: the larger
-    half of each axis's padding after the image."""
-    pads = [(0, 0)]
-    for size, kernel_size, stride in zip(
-        inputs.shape[1:3], kernel_shape[:2], strides
-    ):
-        if size is None:
-            return inputs  # `_checked_shapes` says what is missing.
-        outputs = -(-size // stride)
-        total = max((outputs - 1) * stride + kernel_size - size, 0)
-        pads.append((total // 2, total - total // 2))
-    return ops.pad(inputs, pads + [(0, 0)])
+    """Zero-pads `inputs` as `Conv2D(padding="same")` does."""
+    if None in tuple(inputs.shape[1:3]):
+        return inputs  # `_checked_shapes` says what is missing.
+    pads = [
+        _same_padding(size, kernel_size, stride)
+        for size, kernel_size, stride in zip(
+            inputs.shape[1:3], kernel_shape[:2], strides
+        )
+    ]
+    return ops.pad(inputs, [(0, 0), *pads, (0, 0)])
+
+
+def _same_padding(size, kernel_size, stride):
+    """`(before, after)` zeros of one axis under `padding="same"`:
+    `ceil(size / stride)` outputs, the larger half after the image."""
+    outputs = -(-size // stride)
+    total = max((outputs - 1) * stride + kernel_size - size, 0)
+    return total // 2, total - total // 2
 
 
 def _pair(value):

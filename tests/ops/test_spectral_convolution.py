@@ -164,6 +164,13 @@ class SpectralConvolutionTest(tf.test.TestCase, parameterized.TestCase):
             + 256 * (11 * 12 * 60 + 6 * 22 * 6),
         )
         self.assertTrue(spectral_is_cheaper((20, 20), (9, 9, 256, 256), 2))
+        # "same" pads 20 to 27 (10 outputs of stride 2, 9 taps).
+        same = convolution_multiply_adds((20, 20), (9, 9, 4, 4), 2, "same")
+        self.assertEqual(same["direct"], 10 * 10 * 81 * 4 * 4)
+        self.assertEqual(
+            same["spectral"],
+            convolution_multiply_adds((27, 27), (9, 9, 4, 4), 2)["spectral"],
+        )
         # CapsNet's first layer has one input channel: its transforms cost
         # more than the direct convolution.
         self.assertFalse(spectral_is_cheaper((28, 28), (9, 9, 1, 256), 1))
