@@ -206,7 +206,7 @@ def _checked_shapes(input_shape, kernel_shape, strides):
             f"with known H, W, C. Received: {tuple(input_shape)}. Give the "
             "model a fixed image size, or use the direct convolution."
         )
-    _, height, width, channels = (None, *map(int, input_shape[1:]))
+    height, width, channels = (int(size) for size in input_shape[1:])
     kernel_shape = tuple(int(size) for size in kernel_shape)
     if len(kernel_shape) != 4 or kernel_shape[2] != channels:
         raise ValueError(
