@@ -41,7 +41,7 @@ class PrimaryCapsules(keras.layers.Layer):
             matrices; needs a known image size) or `"auto"`: spectral
             where the image size is known, no GPU or TPU is visible, and
             it takes at most half the direct multiply-adds (CapsNet's 9x9
-            PrimaryCaps: 3.5x fewer; forward and backward 3.5x faster on
+            PrimaryCaps: 3.5x fewer; forward and backward 3.4x faster on
             a 2-core CPU), else direct. The two agree to float32 rounding.
             Defaults to `"auto"`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
