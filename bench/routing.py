@@ -22,6 +22,10 @@ vote_passes           step time x copy bandwidth / vote bytes: how many
                       allow (the algorithm itself needs none)
 ```
 
+`empty_step_seconds` is the same step around a layer that does nothing
+(`bench.measure.empty_step_seconds`): the part of `seconds_per_step` that
+no routing layer can save.
+
 Under XLA, `xla_planned_mb` is the memory XLA's plan gives the step
 (temporaries, inputs, weights and outputs): `peak_memory_mb` counts
 whole allocator blocks and can read up to twice that
@@ -146,6 +150,9 @@ def run_case(case):
         timing = measure.time_step(step, shape["batch"], _REPEATS.value)
         if mode == "xla":
             timing["xla_planned_mb"] = measure.xla_planned_memory_mb(plans)
+        timing["empty_step_seconds"] = round(
+            measure.empty_step_seconds(inputs, mode, _REPEATS.value), 5
+        )
     return {"name": f"routing_{name}", "mode": mode, **timing}
 
 

@@ -7,6 +7,7 @@ import sys
 import time
 from unittest import mock
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -162,6 +163,22 @@ class RoutingBenchTest(tf.test.TestCase):
                 self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
         with self.assertRaisesRegex(ValueError, "Unknown mode 'jit'"):
             measure.forward_backward_step(layer, inputs, "jit")
+
+    def test_empty_step_times_the_harness_around_an_identity(self):
+        inputs = [
+            tf.constant([[1.0, -2.0]]),
+            tf.constant([[[0.5], [3.0]]]),
+        ]
+        # The step it times: the gradients of the sum of squares, 2 x.
+        step = measure.forward_backward_step(
+            keras.layers.Identity(), inputs, "graph"
+        )
+        for got, given in zip(step(), inputs):
+            self.assertAllClose(got, 2.0 * given.numpy())
+        with mock.patch.object(measure, "MIN_REPEAT_SECONDS", 0.01):
+            seconds = measure.empty_step_seconds(inputs, "xla", repeats=2)
+        # A call of a compiled step: well under the 10 ms of one repeat.
+        self.assertBetween(seconds, 1e-6, 0.01)
 
 
 if __name__ == "__main__":
