@@ -9,11 +9,7 @@ from keras_capsules.models.capsule_classifier import (
 )
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
-    expected_presence_count,
     generative_capsule_autoencoder,
-    presence_information,
-    selection_information,
-    top_layer_features,
 )
 from keras_capsules.models.generative_capsules import (
     template_encoder,
@@ -37,6 +33,12 @@ from keras_capsules.models.matrix_capsnet import (
 )
 from keras_capsules.models.matrix_capsnet import (
     recipe_settings as matrix_capsnet_recipe_settings,
+)
+from keras_capsules.models.posterior_measures import (
+    expected_presence_count,
+    presence_information,
+    selection_information,
+    top_layer_features,
 )
 from keras_capsules.models.vae import VariationalAutoencoder
 

@@ -1,0 +1,51 @@
+"""Measures of a trained generative capsule model's posteriors: how much
+of the image its capsule layers carry, and the probes' features of its
+top layer."""
+
+import numpy as np
+from keras import ops
+
+from keras_capsules import distributions
+
+
+def presence_information(posterior):
+    """The information between the image and a layer's presences over
+    a batch (`distributions.layer_information` of a `CapsulePosterior`),
+    in nats per image."""
+    return distributions.layer_information(
+        posterior.presence_logits, posterior.pose_means
+    )["presence_information"]
+
+
+def expected_presence_count(posterior):
+    """`(batch,)` expected number of present capsules, `sum_j q(t_j = 1)`,
+    of a `CapsulePosterior`."""
+    return ops.sum(ops.sigmoid(posterior.presence_logits), axis=-1)
+
+
+def selection_information(selection_posterior):
+    """The information between the image and the parent that explains a
+    random template, over a batch, in nats:
+    `H(mean_x u_x) - mean_x H(u_x)` with `u_x[i] = mean_j p(s_j = i | x)`
+    each parent's share (the dummy parent's included) of image `x`'s
+    templates.
+
+    Args:
+        selection_posterior: `(batch, n_p + 1, n_c)`, from
+            `CapsuleConditional.selection_posterior`.
+    """
+    shares = ops.mean(ops.cast(selection_posterior, "float32"), axis=-1)
+
+    def entropy(p):
+        return -ops.sum(p * ops.log(ops.maximum(p, 1e-12)), axis=-1)
+
+    return entropy(ops.mean(shares, axis=0)) - ops.mean(entropy(shares))
+
+
+def top_layer_features(latents):
+    """Probe features of `encode`'s latents (Smith et al., Table 1):
+    `{"t0": (batch, n0) presence logits, "t0_A0": (batch, n0 * 7) those and
+    the flattened poses}`, as NumPy arrays."""
+    presences = np.asarray(latents["top_presence_logits"])
+    poses = np.asarray(latents["top_poses"]).reshape(len(presences), -1)
+    return {"t0": presences, "t0_A0": np.concatenate([presences, poses], 1)}
