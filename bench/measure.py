@@ -71,14 +71,12 @@ def time_step(step, batch_size, repeats):
 def empty_step_seconds(inputs, mode, repeats):
     """Seconds per step of `forward_backward_step` in `mode` around a
     layer that does nothing (`keras.layers.Identity`), on the same inputs
-    and timed as `time_step` times: the function call, the loss, its
-    gradient to the inputs and their copy to NumPy. No layer's step can
-    take less; on a small step it is much of the time (Heinsen 64 -> 5 at
-    batch 20)."""
+    and timed by `time_step`: the function call, the loss, its gradient to
+    the inputs and their copy to NumPy. No layer's step can take less; on
+    a small step it is much of the time (Heinsen 64 -> 5 at batch 20)."""
     step = forward_backward_step(keras.layers.Identity(), inputs, mode)
-    step()  # Traces and compiles.
-    steps = steps_lasting(step, MIN_REPEAT_SECONDS)
-    return best_seconds(step, repeats, warm_up=False, steps=steps)
+    # The batch size only scales examples/s, which is not returned.
+    return time_step(step, 1, repeats)["seconds_per_step"]
 
 
 def record_xla_memory_plans(directory):

@@ -1,6 +1,6 @@
-"""Measures of a trained generative capsule model's posteriors: how much
-of the image its capsule layers carry, and the probes' features of its
-top layer."""
+"""Measures of the generative capsule model's posteriors: how much of the
+image its capsule layers carry (training objectives and metrics), and the
+probes' features of its top layer."""
 
 import numpy as np
 from keras import ops
