@@ -7,7 +7,10 @@ from keras import ops
 from keras_capsules.layers import em_activation, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
-from keras_capsules.ops.capsule_votes import conv_capsule_votes
+from keras_capsules.ops.capsule_votes import (
+    conv_capsule_vote_means,
+    conv_capsule_votes,
+)
 from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.conv_em_routing import conv_em_routing_by_parent
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
@@ -186,6 +189,17 @@ class ConvMatrixCapsules(keras.layers.Layer):
         # layout the routing sums in.
         votes = conv_capsule_votes(patches, self.kernel)
         shape = ops.shape(votes)
+        # The activation-weighted mean vote that the routing centres the
+        # votes on, from the patches: it reads no vote-sized tensor.
+        vote_offset = conv_capsule_vote_means(
+            ops.cast(patches, "float32"),
+            ops.cast(self.kernel, "float32"),
+            extract_patches(
+                ops.cast(activations, "float32"),
+                self.kernel_size,
+                self.strides,
+            ),
+        )
         # Route in float32: float16 variances and log-densities lose range.
         parent_activations, means, _ = conv_em_routing_by_parent(
             ops.cast(ops.reshape(votes, (*shape[:7], 16)), "float32"),
@@ -196,6 +210,9 @@ class ConvMatrixCapsules(keras.layers.Layer):
             self.strides,
             **em_activation.op_arguments(
                 self, self.kernel_size**2 * self.kernel.shape[2]
+            ),
+            vote_offset=ops.reshape(
+                vote_offset, (*ops.shape(vote_offset)[:4], 16)
             ),
         )
         return [

@@ -4,7 +4,11 @@ from keras_capsules.ops.capsule_regression import (
     capsule_regression_posterior_means,
     capsule_regression_probabilities,
 )
-from keras_capsules.ops.capsule_votes import capsule_votes, conv_capsule_votes
+from keras_capsules.ops.capsule_votes import (
+    capsule_votes,
+    conv_capsule_vote_means,
+    conv_capsule_votes,
+)
 from keras_capsules.ops.conv_em_routing import (
     conv_em_routing,
     conv_em_routing_by_parent,
@@ -30,6 +34,7 @@ __all__ = [
     "capsule_regression_posterior_means",
     "capsule_regression_probabilities",
     "capsule_votes",
+    "conv_capsule_vote_means",
     "conv_capsule_votes",
     "conv_em_routing",
     "conv_em_routing_by_parent",

@@ -153,20 +153,7 @@ def conv_capsule_votes(patches, kernel):
     Returns:
         `(batch, H', W', C, K, K, B, d_cov, d_out)` votes.
     """
-    patches = ops.convert_to_tensor(patches)
-    kernel = ops.cast(kernel, patches.dtype)
-    if (
-        len(patches.shape) != 8
-        or len(kernel.shape) != 6
-        or tuple(patches.shape[3:6]) != tuple(kernel.shape[:3])
-        or patches.shape[-1] != kernel.shape[-2]
-    ):
-        raise ValueError(
-            "`conv_capsule_votes` expects patches of shape (batch, H', W', "
-            "K, K, B, d_cov, d_in) and a kernel of shape (K, K, B, C, d_in, "
-            f"d_out). Received: patches {tuple(patches.shape)}, kernel "
-            f"{tuple(kernel.shape)}."
-        )
+    patches, kernel = _conv_arguments("conv_capsule_votes", patches, kernel)
     batch = ops.shape(patches)[0]
     rows, columns, size, _, child_types, d_cov, d_in = patches.shape[1:]
     types, d_out = kernel.shape[3], kernel.shape[5]
@@ -188,3 +175,82 @@ def conv_capsule_votes(patches, kernel):
         (size, size, child_types, batch, rows, columns, d_cov, types, d_out),
     )
     return ops.transpose(votes, (3, 4, 5, 7, 0, 1, 2, 6, 8))
+
+
+def conv_capsule_vote_means(patches, kernel, weights):
+    """Each parent's weighted mean vote `sum_i w_i V_ij / sum_i w_i` over
+    its receptive field, formed from the patches and the kernel without
+    forming the votes: the votes are linear in the poses, so the mean is
+    `sum_i (w_i P_i) W_ij / sum_i w_i`, one `(b y x d_cov, K K B d_in) @
+    (K K B d_in, C d_out)` product. A parent whose weights are all 0 gets
+    mean 0.
+
+    Args:
+        patches: `(batch, H', W', K, K, B, d_cov, d_in)`, as for
+            `conv_capsule_votes`.
+        kernel: `(K, K, B, C, d_in, d_out)`.
+        weights: `(batch, H', W', K, K, B)`, `w_i >= 0` of each child in
+            each receptive field.
+
+    Returns:
+        `(batch, H', W', C, d_cov, d_out)` means.
+    """
+    patches, kernel = _conv_arguments(
+        "conv_capsule_vote_means", patches, kernel
+    )
+    weights = ops.cast(weights, patches.dtype)
+    if tuple(weights.shape[1:]) != tuple(patches.shape[1:6]):
+        raise ValueError(
+            "`conv_capsule_vote_means` expects weights of shape (batch, H', "
+            f"W', K, K, B) = (batch, *{tuple(patches.shape[1:6])}) as in the "
+            f"patches. Received shape {tuple(weights.shape)}."
+        )
+    batch = ops.shape(patches)[0]
+    rows, columns, size, _, child_types, d_cov, d_in = patches.shape[1:]
+    types, d_out = kernel.shape[3], kernel.shape[5]
+    slots = size * size * child_types
+    weighted = ops.reshape(
+        ops.transpose(
+            ops.reshape(
+                patches * weights[..., None, None], (-1, slots, d_cov, d_in)
+            ),
+            (0, 2, 1, 3),
+        ),
+        (-1, slots * d_in),
+    )
+    kernel = ops.reshape(
+        ops.transpose(
+            ops.reshape(kernel, (slots, types, d_in, d_out)), (0, 2, 1, 3)
+        ),
+        (slots * d_in, types * d_out),
+    )
+    sums = ops.transpose(
+        ops.reshape(
+            ops.matmul(weighted, kernel),
+            (batch, rows, columns, d_cov, types, d_out),
+        ),
+        (0, 1, 2, 4, 3, 5),
+    )
+    total = ops.sum(weights, axis=(3, 4, 5))
+    total = ops.where(total > 0, total, ops.ones_like(total))
+    return sums / total[..., None, None, None]
+
+
+def _conv_arguments(op_name, patches, kernel):
+    """The patches as a tensor and the kernel in their dtype; a
+    ValueError for shapes that do not fit."""
+    patches = ops.convert_to_tensor(patches)
+    kernel = ops.cast(kernel, patches.dtype)
+    if (
+        len(patches.shape) != 8
+        or len(kernel.shape) != 6
+        or tuple(patches.shape[3:6]) != tuple(kernel.shape[:3])
+        or patches.shape[-1] != kernel.shape[-2]
+    ):
+        raise ValueError(
+            f"`{op_name}` expects patches of shape (batch, H', W', K, K, B, "
+            "d_cov, d_in) and a kernel of shape (K, K, B, C, d_in, d_out). "
+            f"Received: patches {tuple(patches.shape)}, kernel "
+            f"{tuple(kernel.shape)}."
+        )
+    return patches, kernel

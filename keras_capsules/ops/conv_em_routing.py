@@ -153,12 +153,23 @@ def conv_em_routing_by_parent(
     standardize_costs=False,
     variance_floor=VARIANCE_FLOOR,
     assignment_smoothing=0.0,
+    vote_offset=None,
 ):
     """`conv_em_routing` of votes laid out with the parent types before
     the receptive field, `(batch, H', W', C, K, K, B, h)`, the layout it
     routes in (`capsule_votes.conv_capsule_votes` makes them so): no
     transpose of the votes. The arguments and results are otherwise
-    `conv_em_routing`'s."""
+    `conv_em_routing`'s, and one more:
+
+    `vote_offset`: optional float `(batch, H', W', C, h)`, each parent's
+    activation-weighted mean vote `sum_i a_i V_ij / sum_i a_i` over its
+    receptive field (masked children's `a_i` taken as 0; 0 where all are
+    0), which the routing subtracts from the votes so that float32 keeps
+    their spread. By default it is formed from the votes, one more pass
+    over them; `capsule_votes.conv_capsule_vote_means` forms it from the
+    patches and the kernel instead. The results do not depend on it
+    beyond rounding.
+    """
     votes, output_dtype = routing_tensor(
         "conv_em_routing_by_parent", "votes", votes
     )
@@ -166,6 +177,16 @@ def conv_em_routing_by_parent(
     _check(
         "conv_em_routing_by_parent", votes, activations, strides, _PARENT_MAJOR
     )
+    if vote_offset is not None:
+        vote_offset = ops.cast(vote_offset, votes.dtype)
+        expected = (*votes.shape[1:4], votes.shape[7])
+        if tuple(vote_offset.shape[1:]) != expected:
+            raise ValueError(
+                "`conv_em_routing_by_parent` expects `vote_offset` of shape "
+                f"(batch, H', W', C, h) with (H', W', C, h) = {expected} as "
+                "in the votes. Received shape "
+                f"{tuple(vote_offset.shape)}."
+            )
     return _route_by_parent(
         "conv_em_routing_by_parent",
         votes,
@@ -184,6 +205,7 @@ def conv_em_routing_by_parent(
             variance_floor,
             assignment_smoothing,
         ),
+        vote_offset,
     )
 
 
@@ -198,6 +220,7 @@ def _route_by_parent(
     strides,
     mask,
     options,
+    vote_offset=None,
 ):
     """The routing of parent-major votes `(batch, H', W', C, K, K, B, h)`."""
     rows, columns, types, kernel_size, _, child_types, dim = votes.shape[1:]
@@ -257,6 +280,9 @@ def _route_by_parent(
         inverse_temperatures,
         over_receptive_fields,
         options,
+        offset=None
+        if vote_offset is None
+        else ops.reshape(vote_offset, (batch, rows * columns, types, dim)),
     )
     grid = (batch, rows, columns, types)
     return tuple(

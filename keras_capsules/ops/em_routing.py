@@ -12,8 +12,12 @@ from keras_capsules.ops.arguments import (
     check_shape,
     routing_tensor,
 )
-from keras_capsules.ops.compilation import written_once
-from keras_capsules.ops.em_moments import nonzero, weighted_moments
+from keras_capsules.ops.compilation import compiled_by_xla, written_once
+from keras_capsules.ops.em_moments import (
+    gradient_probes,
+    nonzero,
+    weighted_moments,
+)
 
 # Added to every variance sigma^2 by default: identical votes (zero
 # variance) keep a finite log-density and cost. Far below the variance of
@@ -124,6 +128,7 @@ def m_step(
     inverse_temperature,
     cost_options,
     with_distances,
+    gradient_probe=None,
 ):
     """The M-step for every parent at once (Procedure 1, M-step lines 3-6).
 
@@ -136,6 +141,8 @@ def m_step(
         cost_options: an `ActivationCost`.
         with_distances: whether an E-step follows, which needs the votes'
             squared distances to the new means.
+        gradient_probe: optional, where `weighted_moments` sends the
+            votes' gradient (`em_moments.gradient_probes`).
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h),
@@ -144,7 +151,11 @@ def m_step(
         mu_j^h)^2 / (sigma_j^h)^2` (`em_moments.weighted_moments`).
     """
     total, means, variances, *distances = weighted_moments(
-        votes, weights, cost_options.variance_floor, with_distances
+        votes,
+        weights,
+        cost_options.variance_floor,
+        with_distances,
+        gradient_probe,
     )
     # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
     cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
@@ -178,6 +189,7 @@ def em_routing_on_patches(
     log_normalizer,
     cost_options=ActivationCost(),
     trace=None,
+    offset=None,
 ):
     """Procedure 1 on votes grouped by parent position.
 
@@ -201,6 +213,12 @@ def em_routing_on_patches(
         trace: optional list; each iteration appends its assignments
             `R_ij` `(batch, P, J, I)` (as the E-step gave them, before any
             smoothing) and the means `(batch, P, J, h)` of its M-step.
+        offset: optional `(batch, P, J, h)`, each parent's
+            activation-weighted mean vote `sum_i a_i V_ij / sum_i a_i` (0
+            where every `a_i` is 0), when the caller can form it more
+            cheaply than from the votes (`ConvMatrixCapsules` forms it from
+            its patches and kernel). Any point near the votes gives the
+            same results; this one is where float32 keeps their spread.
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h))`.
@@ -210,14 +228,25 @@ def em_routing_on_patches(
     # the spread when the votes sit far from 0.
     # The outputs do not depend on the offset, so neither do their
     # gradients: stopping it keeps 1 / sum_i a_i out of the backward pass.
-    offset = ops.stop_gradient(
-        ops.einsum("bpi,bpjih->bpjh", activations, votes)
-        / nonzero(ops.sum(activations, axis=-1))[:, :, None, None]
-    )
+    if offset is None:
+        offset = (
+            ops.einsum("bpi,bpjih->bpjh", activations, votes)
+            / nonzero(ops.sum(activations, axis=-1))[:, :, None, None]
+        )
+    offset = ops.stop_gradient(offset)
     # Every M-step and E-step reads these: under XLA they are written
     # once, in this layout, rather than recomputed from the vote product
     # (through its transpose) inside each reading fusion.
     votes = written_once(votes - offset[..., None, :])
+    num_iterations = inverse_temperatures.shape[0]
+    # Under XLA the iterations' gradients reach the votes as factors, and
+    # the votes' gradient is formed in one pass; centred votes keep the
+    # float32 error of that expanded form at the plain form's.
+    probes = (
+        gradient_probes(votes, num_iterations)
+        if compiled_by_xla()
+        else [None] * num_iterations
+    )
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2. It
     # is the same for every example, so it is formed for one: formed for
     # the whole batch, all of it constant, it cost XLA seconds of constant
@@ -226,7 +255,6 @@ def em_routing_on_patches(
     uniform = ops.exp(zeros - log_normalizer(zeros))
     routing = uniform
     smoothing = cost_options.assignment_smoothing
-    num_iterations = inverse_temperatures.shape[0]
     for iteration in range(num_iterations):
         weights = routing
         if iteration and smoothing:
@@ -239,6 +267,7 @@ def em_routing_on_patches(
             inverse_temperatures[iteration],
             cost_options,
             with_distances=iteration + 1 < num_iterations,
+            gradient_probe=probes[iteration],
         )
         if trace is not None:
             trace.append(

@@ -3,12 +3,14 @@
 Under XLA the layers take other forms than in eager mode: the bias rides
 in the vote product (`capsule_votes`), tensors read by several fusions
 are written once through a custom gradient (`ops.compilation.
-written_once`), and the EM M-step is differentiated automatically instead
-of by `em_moments`' own gradient. The gradients to the inputs and the
-weights must agree. Tolerance: 1e-4 of each gradient's largest entry;
-the two modes differ by up to 2.5e-5 of it in float32 (the routing's
-exponentials and logarithms summed in another order), and any error in
-a rewritten form is of the gradient's own size.
+written_once`), and the EM M-steps send their votes' gradient through
+`em_moments.gradient_probes`, which forms it in one pass. The gradients
+to the inputs and the weights must agree. Tolerance: 1e-4 of each
+gradient's largest entry; the two modes differ by up to 2.5e-5 of it in
+float32 (the routing's exponentials and logarithms summed in another
+order), and any error in a rewritten form is of the gradient's own size
+(a probes' gradient with the means folded into one term missed by 4e-4
+to 5e-4 in the padded convolution).
 """
 
 import numpy as np

@@ -192,5 +192,37 @@ class ConvCapsuleVotesTest(tf.test.TestCase, parameterized.TestCase):
             )
 
 
+class ConvCapsuleVoteMeansTest(tf.test.TestCase):
+    def test_matches_the_weighted_mean_of_the_votes(self):
+        rng = np.random.default_rng(1)
+        patches = rng.normal(size=(2, 2, 3, 3, 3, 2, 4, 4))
+        kernel = rng.normal(size=(3, 3, 2, 5, 4, 4))
+        weights = rng.uniform(size=(2, 2, 3, 3, 3, 2))
+        weights[0, 1, 2] = 0.0  # no child weighs: mean 0
+        weights[1, 0, 0, :, :, 1] = 0.0  # one child type left out
+        votes = conv_votes_reference(patches, kernel)
+        # (b, y, x, c, ky, kx, t, 4, 4): sum over the receptive field.
+        total = weights.sum(axis=(3, 4, 5))
+        expected = np.einsum("byxklt,byxckltpq->byxcpq", weights, votes)
+        expected /= np.where(total > 0, total, 1.0)[..., None, None, None]
+        got = capsule_ops.conv_capsule_vote_means(patches, kernel, weights)
+        self.assertAllClose(got, expected, rtol=1e-12, atol=1e-12)
+        self.assertAllEqual(got[0, 1, 2], np.zeros((5, 4, 4)))
+
+    def test_rejects_weights_of_another_receptive_field(self):
+        patches = np.zeros((1, 2, 2, 3, 3, 2, 4, 4))
+        kernel = np.zeros((3, 3, 2, 5, 4, 4))
+        with self.assertRaisesRegex(ValueError, r"\(batch, H', W', K, K, B\)"):
+            capsule_ops.conv_capsule_vote_means(
+                patches, kernel, np.ones((1, 2, 2, 3, 3, 4))
+            )
+        with self.assertRaisesRegex(ValueError, r"\(K, K, B, C, d_in"):
+            capsule_ops.conv_capsule_vote_means(
+                patches,
+                np.zeros((3, 3, 4, 5, 4, 4)),
+                np.ones((1, 2, 2, 3, 3, 2)),
+            )
+
+
 if __name__ == "__main__":
     tf.test.main()

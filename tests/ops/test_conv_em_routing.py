@@ -213,6 +213,36 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         for tensor in list(outputs) + gradients:
             self.assertTrue(np.all(np.isfinite(tensor)))
 
+    def test_vote_offset_from_patches_routes_alike(self):
+        # The layer's offset, formed from patches and kernel, against the
+        # op's own from the votes: the routing does not depend on it.
+        rng = np.random.default_rng(2)
+        poses = rng.normal(size=(2, 5, 4, 2, 4, 4))
+        activations = rng.uniform(size=(2, 5, 4, 2))
+        activations[1, :3] = 0.0  # parents with no active child
+        kernel = rng.normal(size=(3, 3, 2, 3, 4, 4))
+        patches = capsule_patches.extract_patches(poses, 3, 1)
+        votes = np.reshape(
+            capsule_ops.conv_capsule_votes(patches, kernel),
+            (2, 3, 2, 3, 3, 3, 2, 16),
+        )
+        offset = capsule_ops.conv_capsule_vote_means(
+            patches, kernel, capsule_patches.extract_patches(activations, 3, 1)
+        )
+        arguments = (votes, activations, [0.1] * 3, [0.2] * 3, LAMBDAS)
+        expected = capsule_ops.conv_em_routing_by_parent(*arguments)
+        got = capsule_ops.conv_em_routing_by_parent(
+            *arguments, vote_offset=np.reshape(offset, (2, 3, 2, 3, 16))
+        )
+        for got_tensor, expected_tensor in zip(got, expected):
+            self.assertAllClose(
+                got_tensor, expected_tensor, rtol=1e-10, atol=1e-10
+            )
+        with self.assertRaisesRegex(ValueError, r"\(batch, H', W', C, h\)"):
+            capsule_ops.conv_em_routing_by_parent(
+                *arguments, vote_offset=np.zeros((2, 3, 2, 3, 4, 4))
+            )
+
     def test_rejects_mismatched_grids(self):
         votes = np.zeros((1, 2, 2, 3, 3, 2, 3, 16))
         with self.assertRaisesRegex(ValueError, r"\(3, 3\) parent positions"):

@@ -1,7 +1,8 @@
-"""The gradient of EM routing's weighted moments (`em_moments`, its own
-gradient outside XLA): against automatic differentiation of the plain
-formulas, and the whole routing's gradient against central differences
-of the NumPy version of Procedure 1."""
+"""The gradient of EM routing's weighted moments (`em_moments`: its own
+gradient outside XLA, its gradient probes under XLA): against automatic
+differentiation of the plain formulas, and the whole routing's gradient
+against central differences of the NumPy version of Procedure 1 and, in
+float32, against float64."""
 
 import importlib
 
@@ -29,10 +30,20 @@ def plain_moments(votes, weights, variance_floor, with_distances):
     return outputs
 
 
-def gradients(moments, votes, weights, cotangents, with_distances):
+def probed_moments(votes, weights, variance_floor, with_distances):
+    """`weighted_moments` with its votes' gradient through a probe."""
+    (probe,) = em_moments.gradient_probes(votes, 1)
+    return em_moments.weighted_moments(
+        votes, weights, variance_floor, with_distances, probe
+    )
+
+
+def gradients(
+    moments, votes, weights, cotangents, with_distances, variance_floor=1e-3
+):
     with tf.GradientTape() as tape:
         tape.watch([votes, weights])
-        outputs = moments(votes, weights, 1e-3, with_distances)
+        outputs = moments(votes, weights, variance_floor, with_distances)
         # A cotangent of None leaves that output out of the loss.
         loss = tf.add_n(
             [
@@ -44,25 +55,37 @@ def gradients(moments, votes, weights, cotangents, with_distances):
     return outputs, tape.gradient(loss, [votes, weights])
 
 
+def hard_case(rng, with_distances, used):
+    """Votes, weights and cotangents (None where the output is unused,
+    `used` lists the others) with a parent no child votes for and one
+    held by one child."""
+    votes = tf.constant(rng.normal(size=(2, 3, 4, 5, 6)))
+    weights = rng.uniform(size=(2, 3, 4, 5))
+    weights[0, 0, 0] = 0.0  # a parent no child votes for
+    weights[1, 2, 3, :4] = 0.0  # a parent held by one child
+    shapes = ((2, 3, 4), (2, 3, 4, 6), (2, 3, 4, 6), (2, 3, 4, 5))
+    cotangents = [
+        tf.constant(rng.normal(size=shape)) if index in used else None
+        for index, shape in enumerate(shapes[: 3 + with_distances])
+    ]
+    return votes, tf.constant(weights), cotangents
+
+
+# Which outputs have upstream gradients: (with_distances, used).
+USED_OUTPUTS = (
+    ("with_distances", True, (0, 1, 2, 3)),
+    ("without_distances", False, (0, 1, 2)),
+    ("means_only", True, (1,)),
+    ("distances_only", True, (3,)),
+)
+
+
 class WeightedMomentsGradientTest(tf.test.TestCase, parameterized.TestCase):
-    @parameterized.named_parameters(
-        ("with_distances", True, (0, 1, 2, 3)),
-        ("without_distances", False, (0, 1, 2)),
-        ("means_only", True, (1,)),
-        ("distances_only", True, (3,)),
-    )
+    @parameterized.named_parameters(*USED_OUTPUTS)
     def test_matches_automatic_differentiation(self, with_distances, used):
-        rng = np.random.default_rng(3)
-        votes = tf.constant(rng.normal(size=(2, 3, 4, 5, 6)))
-        weights = rng.uniform(size=(2, 3, 4, 5))
-        weights[0, 0, 0] = 0.0  # a parent no child votes for
-        weights[1, 2, 3, :4] = 0.0  # a parent held by one child
-        weights = tf.constant(weights)
-        shapes = ((2, 3, 4), (2, 3, 4, 6), (2, 3, 4, 6), (2, 3, 4, 5))
-        cotangents = [
-            tf.constant(rng.normal(size=shape)) if index in used else None
-            for index, shape in enumerate(shapes[: 3 + with_distances])
-        ]
+        votes, weights, cotangents = hard_case(
+            np.random.default_rng(3), with_distances, used
+        )
         for compile_mode in (None, "graph"):
             moments = em_moments.weighted_moments
             if compile_mode:
@@ -103,6 +126,131 @@ class WeightedMomentsGradientTest(tf.test.TestCase, parameterized.TestCase):
         for got, expected in zip(results["float32"], results["float64"]):
             scale = float(np.max(np.abs(expected)))
             self.assertAllClose(got, expected, atol=1e-4 * scale, rtol=0)
+
+
+class GradientProbesTest(tf.test.TestCase, parameterized.TestCase):
+    @parameterized.named_parameters(*USED_OUTPUTS)
+    def test_matches_automatic_differentiation(self, with_distances, used):
+        votes, weights, cotangents = hard_case(
+            np.random.default_rng(6), with_distances, used
+        )
+        expected_outputs, expected = gradients(
+            plain_moments, votes, weights, cotangents, with_distances
+        )
+
+        def run(votes, weights):
+            return gradients(
+                probed_moments, votes, weights, cotangents, with_distances
+            )
+
+        for compile_mode in (None, "graph", "xla"):
+            if compile_mode:
+                run = tf.function(run, jit_compile=compile_mode == "xla")
+            outputs, got = run(votes, weights)
+            for output, expected_output in zip(outputs, expected_outputs):
+                self.assertAllClose(output, expected_output, rtol=1e-12)
+            for gradient, expected_gradient in zip(got, expected):
+                self.assertAllClose(
+                    gradient, expected_gradient, rtol=1e-9, atol=1e-9
+                )
+
+    def test_calls_add_up_through_their_probes(self):
+        # Two M-steps on the same votes: the votes' gradient is the sum
+        # of both calls', formed from both probes at once.
+        rng = np.random.default_rng(7)
+        votes = tf.constant(rng.normal(size=(2, 1, 3, 4, 5)))
+        weights = [tf.constant(rng.uniform(size=(2, 1, 3, 4))) for _ in "ab"]
+        cotangents = [
+            [tf.constant(rng.normal(size=t.shape)) for t in outputs]
+            for outputs in (
+                plain_moments(votes, weights[0], 1e-3, True),
+                plain_moments(votes, weights[1], 1e-3, False),
+            )
+        ]
+
+        def loss(votes, weights, moments):
+            probes = em_moments.gradient_probes(votes, 2)
+            total = 0.0
+            for call, with_distances in enumerate((True, False)):
+                extra = (probes[call],) if moments is None else ()
+                outputs = (moments or em_moments.weighted_moments)(
+                    votes, weights[call], 1e-3, with_distances, *extra
+                )
+                for output, cotangent in zip(outputs, cotangents[call]):
+                    total += tf.reduce_sum(output * cotangent)
+            return total
+
+        def gradient(votes, weights, moments):
+            with tf.GradientTape() as tape:
+                tape.watch([votes, weights])
+                value = loss(votes, weights, moments)
+            return tape.gradient(value, [votes, weights])
+
+        expected = gradient(votes, weights, plain_moments)
+        got = tf.function(gradient, jit_compile=True)(votes, weights, None)
+        self.assertAllClose(got[0], expected[0], rtol=1e-9, atol=1e-9)
+        for got_weights, expected_weights in zip(got[1], expected[1]):
+            self.assertAllClose(
+                got_weights, expected_weights, rtol=1e-9, atol=1e-9
+            )
+
+    def test_far_cluster_gradient_in_float32(self):
+        # Votes centred as a whole (their mean over all children is near
+        # 0), but the weights pick one tight cluster at 1 (spread 1e-3,
+        # variances at the 1e-9 floor's scale): every V - mu is small
+        # against V and mu. The tolerance of the tight-cluster test above;
+        # the gradient outside XLA misses float64 by 4e-5 of its largest
+        # entry here, and so do the probes.
+        rng = np.random.default_rng(8)
+        votes = np.concatenate(
+            [
+                1.0 + 1e-3 * rng.normal(size=(1, 1, 2, 8, 4)),
+                -1.0 + 1e-3 * rng.normal(size=(1, 1, 2, 8, 4)),
+            ],
+            axis=3,
+        )
+        weights = np.concatenate(
+            [
+                rng.uniform(0.5, 1.0, size=(1, 1, 2, 8)),
+                rng.uniform(0.0, 1e-3, size=(1, 1, 2, 8)),
+            ],
+            axis=3,
+        )
+        cotangents = [
+            rng.normal(size=shape)
+            for shape in ((1, 1, 2), (1, 1, 2, 4), (1, 1, 2, 4), (1, 1, 2, 16))
+        ]
+
+        def run(dtype, moments, compile_mode):
+            def compute(votes, weights):
+                return gradients(
+                    moments,
+                    votes,
+                    weights,
+                    [tf.constant(c, dtype) for c in cotangents],
+                    True,
+                    variance_floor=1e-9,
+                )[1]
+
+            if compile_mode:
+                compute = tf.function(
+                    compute, jit_compile=compile_mode == "xla"
+                )
+            return [
+                np.asarray(gradient, "float64")
+                for gradient in compute(
+                    tf.constant(votes, dtype), tf.constant(weights, dtype)
+                )
+            ]
+
+        expected = run("float64", plain_moments, None)
+        for compile_mode in (None, "xla"):
+            got = run("float32", probed_moments, compile_mode)
+            for got_gradient, want in zip(got, expected):
+                scale = float(np.max(np.abs(want)))
+                self.assertAllClose(
+                    got_gradient, want, atol=1e-4 * scale, rtol=0
+                )
 
 
 class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
@@ -185,6 +333,52 @@ class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
             self.assertAllClose(
                 got_activations, expected_activations, atol=1e-6, rtol=1e-5
             )
+
+    def test_float32_gradient_of_votes_far_from_zero(self):
+        # A shared offset of 100 and a spread of 0.01, as in
+        # test_em_routing's forward test: the routing's centring keeps
+        # the float32 gradient within 1.5e-6 of float64's largest entry
+        # in every mode (2e-3 without it).
+        rng = np.random.default_rng(5)
+        votes, activations, beta_u, beta_a = make_case(rng)
+        # Votes that float32 holds exactly, so both runs route the same.
+        votes = (100.0 + 0.01 * votes).astype("float32").astype("float64")
+        output_weights = [
+            rng.normal(size=shape) for shape in ((2, 3), (2, 3, 4), (2, 3, 4))
+        ]
+
+        def gradients(votes, activations):
+            dtype = votes.dtype
+            with tf.GradientTape() as tape:
+                tape.watch([votes, activations])
+                outputs = capsule_ops.em_routing(
+                    votes, activations, beta_u, beta_a, (0.5, 1.0, 2.0)
+                )
+                loss = tf.add_n(
+                    [
+                        tf.reduce_sum(tf.cast(weight, dtype) * output)
+                        for weight, output in zip(output_weights, outputs)
+                    ]
+                )
+            return tape.gradient(loss, [votes, activations])
+
+        expected = gradients(tf.constant(votes), tf.constant(activations))
+        for compile_mode in (None, "graph", "xla"):
+            run = gradients
+            if compile_mode:
+                run = tf.function(run, jit_compile=compile_mode == "xla")
+            got = run(
+                tf.constant(votes, tf.float32),
+                tf.constant(activations, tf.float32),
+            )
+            for got_gradient, want in zip(got, expected):
+                scale = float(np.max(np.abs(want)))
+                self.assertAllClose(
+                    np.asarray(got_gradient, "float64"),
+                    want,
+                    atol=1e-4 * scale,
+                    rtol=0,
+                )
 
 
 if __name__ == "__main__":
