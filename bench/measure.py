@@ -52,20 +52,36 @@ def time_step(step, batch_size, repeats):
     repetition lasts `MIN_REPEAT_SECONDS`), `examples_per_second`,
     `peak_memory_mb` (the peak during the timed steps, less the memory in
     use just before them: what a step needs beyond its inputs and
-    weights) and `device`."""
+    weights), `page_faults_per_step` (see `page_faults`) and `device`."""
     step()  # Traces and compiles.
     steps = steps_lasting(step, MIN_REPEAT_SECONDS)
     before = memory_in_use_mb()
     reset_peak_memory()
+    faults_before = page_faults()
     seconds = best_seconds(step, repeats, warm_up=False, steps=steps)
+    faults = page_faults() - faults_before
     return {
         "batch_size": batch_size,
         "seconds_per_step": round(seconds, 5),
         "steps_per_repeat": steps,
         "examples_per_second": round(batch_size / seconds, 1),
         "peak_memory_mb": round(peak_memory_mb() - before),
+        "page_faults_per_step": round(faults / (repeats * steps)),
         "device": device_name(),
     }
+
+
+def page_faults():
+    """The page faults this process has taken so far (minor ones: a page
+    of memory mapped in, zeroed, on its first touch).
+
+    A step that faults in its temporaries on every call pays for it in
+    every call: where TensorFlow's CPU allocator hands large buffers back
+    to the system when they are freed (its default allocator where oneDNN
+    is off, unless `TF_CPU_ALLOCATOR_USE_BFC=true`), a step touches its
+    memory afresh each time (docs/speed.md, "The CPU allocator")."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt + usage.ru_majflt
 
 
 def empty_step_seconds(inputs, mode, repeats):

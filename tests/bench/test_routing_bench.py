@@ -1,6 +1,7 @@
 """The routing benchmark's arithmetic (its timings are measured, not
 tested): the work it counts per shape and the fields it derives."""
 
+import mmap
 import os
 import subprocess
 import sys
@@ -117,6 +118,32 @@ class RoutingBenchTest(tf.test.TestCase):
             block = np.ones(2**25)  # 256 MB
             del block
             self.assertBetween(measure.peak_memory_mb() - start, 250, 300)
+
+    def test_page_faults_count_fresh_pages_touched(self):
+        # An anonymous mapping of fresh pages, with no huge pages asked
+        # for: each page written faults once, the first time only.
+        pages = 4096
+        with mmap.mmap(-1, pages * mmap.PAGESIZE) as fresh:
+            before = measure.page_faults()
+            for page in range(pages):
+                fresh[page * mmap.PAGESIZE] = 1
+            first_touch = measure.page_faults() - before
+            before = measure.page_faults()
+            for page in range(pages):
+                fresh[page * mmap.PAGESIZE] = 2
+            second_touch = measure.page_faults() - before
+        self.assertBetween(first_touch, pages, pages + 200)
+        self.assertLess(second_touch, 200)
+
+    def test_time_step_reports_the_faults_of_the_timed_steps(self):
+        def step():
+            with mmap.mmap(-1, 64 * mmap.PAGESIZE) as fresh:
+                for page in range(64):
+                    fresh[page * mmap.PAGESIZE] = 1
+
+        timing = measure.time_step(step, batch_size=4, repeats=2)
+        self.assertBetween(timing["page_faults_per_step"], 64, 120)
+        self.assertEqual(timing["batch_size"], 4)
 
     def test_device_names_the_cpu_and_the_onednn_setting(self):
         if measure.on_gpu():
