@@ -9,8 +9,6 @@ memory just before the measured work. Measures; never asserts.
 Usage: python -m bench.dynamic_routing [--repeats=3] [--batch_size=128]
 """
 
-import json
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -80,13 +78,11 @@ def run_case(case):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
-    measure.run_cases_in_subprocesses(
+    measure.run_cases(
+        argv,
         "bench.dynamic_routing",
+        _CASE.value,
+        run_case,
         _CASES,
         [f"--repeats={_REPEATS.value}", f"--batch_size={_BATCH_SIZE.value}"],
     )

@@ -19,8 +19,6 @@ just before the measured work). Measures; never asserts.
 Usage: python -m bench.em_routing [--repeats=3] [--batch_size=32]
 """
 
-import json
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -131,14 +129,12 @@ def run_case(case):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     keras.utils.set_random_seed(0)
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
-    measure.run_cases_in_subprocesses(
+    measure.run_cases(
+        argv,
         "bench.em_routing",
+        _CASE.value,
+        run_case,
         _CASES,
         [
             f"--repeats={_REPEATS.value}",

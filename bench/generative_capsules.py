@@ -13,8 +13,6 @@ measured work). Measures; never asserts.
 Usage: python -m bench.generative_capsules [--repeats=3]
 """
 
-import json
-
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
@@ -77,13 +75,13 @@ def run_case(case):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
-    measure.run_cases_in_subprocesses(
-        "bench.generative_capsules", _CASES, [f"--repeats={_REPEATS.value}"]
+    measure.run_cases(
+        argv,
+        "bench.generative_capsules",
+        _CASE.value,
+        run_case,
+        _CASES,
+        [f"--repeats={_REPEATS.value}"],
     )
 
 

@@ -15,8 +15,6 @@ just before the measured work). Measures; never asserts.
 Usage: python -m bench.heinsen_routing [--repeats=3]
 """
 
-import json
-
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
@@ -94,13 +92,13 @@ def run_case(case):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
-    measure.run_cases_in_subprocesses(
-        "bench.heinsen_routing", _CASES, [f"--repeats={_REPEATS.value}"]
+    measure.run_cases(
+        argv,
+        "bench.heinsen_routing",
+        _CASE.value,
+        run_case,
+        _CASES,
+        [f"--repeats={_REPEATS.value}"],
     )
 
 

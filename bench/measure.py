@@ -13,6 +13,7 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import app
 
 from examples import runtime
 
@@ -250,6 +251,19 @@ def run_cases_in_subprocesses(module, cases, flags):
         print(
             json.dumps(run_case_in_subprocess(module, case, flags)), flush=True
         )
+
+
+def run_cases(argv, module, case, run_case, cases, flags):
+    """The `main` of a benchmark whose cases each run in a process of
+    their own: with `case` (its `--case` flag) set, prints `run_case(case)`
+    as one JSON line; otherwise `run_cases_in_subprocesses(module, cases,
+    flags)`, which comes back here with `--case` for each."""
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if case:
+        print(json.dumps(run_case(case)), flush=True)
+        return
+    run_cases_in_subprocesses(module, cases, flags)
 
 
 def forward_backward_step(layer, inputs, mode):

@@ -13,8 +13,6 @@ Usage: python -m bench.spectral_convolution [--repeats=3] [--batch_size=128]
            [--channels=256] [--modes=graph,xla]
 """
 
-import json
-
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
@@ -84,18 +82,16 @@ def run_case(case):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
     cases = [
         f"{form}:{mode}"
         for form in ("direct", "spectral")
         for mode in _MODES.value
     ]
-    measure.run_cases_in_subprocesses(
+    measure.run_cases(
+        argv,
         "bench.spectral_convolution",
+        _CASE.value,
+        run_case,
         cases,
         [
             f"--repeats={_REPEATS.value}",

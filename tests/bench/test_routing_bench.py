@@ -100,6 +100,24 @@ class RoutingBenchTest(tf.test.TestCase):
         self.assertEqual(failed["case"], "a")
         self.assertIn("No module named", failed["error"])
 
+    def test_run_cases_measures_one_case_here_or_each_in_its_own(self):
+        measured = []
+
+        def run_case(case):
+            measured.append(case)
+            return {"case": case}
+
+        with mock.patch("builtins.print") as printed:
+            measure.run_cases(["prog"], "m", "a:xla", run_case, ["b"], [])
+        self.assertEqual(measured, ["a:xla"])
+        printed.assert_called_once_with('{"case": "a:xla"}', flush=True)
+        with mock.patch.object(measure, "run_cases_in_subprocesses") as each:
+            measure.run_cases(["prog"], "m", None, run_case, ["b", "c"], ["-f"])
+        each.assert_called_once_with("m", ["b", "c"], ["-f"])
+        self.assertEqual(measured, ["a:xla"])
+        with self.assertRaisesRegex(Exception, "Unexpected arguments"):
+            measure.run_cases(["prog", "x"], "m", "a", run_case, [], [])
+
     def test_peak_memory_without_allocator_statistics_is_the_processes(self):
         # TensorFlow keeps no CPU allocator statistics where oneDNN is off:
         # the peak is then the process's resident set since the reset.
