@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import unittest
 from unittest import mock
 
 import keras
@@ -14,6 +15,17 @@ import tensorflow as tf
 
 from bench import measure, routing
 from keras_capsules import layers
+
+
+def _fresh_pages(count):
+    """An anonymous memory mapping of `count` pages that the kernel maps
+    one 4 kB page at a time (no transparent huge pages), where it can be
+    told so; skips the test elsewhere."""
+    if not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        raise unittest.SkipTest("Needs Linux's madvise(MADV_NOHUGEPAGE).")
+    fresh = mmap.mmap(-1, count * mmap.PAGESIZE)
+    fresh.madvise(mmap.MADV_NOHUGEPAGE)
+    return fresh
 
 
 class RoutingBenchTest(tf.test.TestCase):
@@ -138,10 +150,10 @@ class RoutingBenchTest(tf.test.TestCase):
             self.assertBetween(measure.peak_memory_mb() - start, 250, 300)
 
     def test_page_faults_count_fresh_pages_touched(self):
-        # An anonymous mapping of fresh pages, with no huge pages asked
-        # for: each page written faults once, the first time only.
+        # An anonymous mapping of fresh pages, kept off huge pages: each
+        # page written faults once, the first time only.
         pages = 4096
-        with mmap.mmap(-1, pages * mmap.PAGESIZE) as fresh:
+        with _fresh_pages(pages) as fresh:
             before = measure.page_faults()
             for page in range(pages):
                 fresh[page * mmap.PAGESIZE] = 1
@@ -155,7 +167,7 @@ class RoutingBenchTest(tf.test.TestCase):
 
     def test_time_step_reports_the_faults_of_the_timed_steps(self):
         def step():
-            with mmap.mmap(-1, 64 * mmap.PAGESIZE) as fresh:
+            with _fresh_pages(64) as fresh:
                 for page in range(64):
                     fresh[page * mmap.PAGESIZE] = 1
 
