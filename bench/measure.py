@@ -290,3 +290,55 @@ def forward_backward_step(layer, inputs, mode):
     if mode != "eager":
         step = tf.function(step, jit_compile=mode == "xla")
     return lambda: [g.numpy() for g in step()]
+
+
+def forward_backward_step_in_parts(layer, inputs, parts):
+    """`forward_backward_step(layer, inputs, "xla")` with the batch cut
+    into `parts` equal slices, each slice's forward and backward pass an
+    XLA program of its own, all called from one `tf.function`: the inputs'
+    gradients are the slices' joined, the weights' their sum.
+
+    TensorFlow's XLA:CPU runs one program's operations one after another
+    (only products and some elementwise loops use both cores), while
+    TensorFlow's executor runs independent programs side by side, so this
+    is the step with the batch spread over the cores, as data parallelism
+    would spread it (docs/speed.md, "One XLA program or several")."""
+    batch = tf.nest.flatten(inputs)[0].shape[0]
+    if parts < 1 or batch % parts:
+        raise ValueError(
+            f"Cannot cut a batch of {batch} into {parts} equal parts. "
+            "Expected a positive number of parts that divides the batch."
+        )
+    layer(tf.nest.map_structure(lambda x: x[:1], inputs))
+
+    @tf.function(jit_compile=True)
+    def part_step(part_inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(part_inputs)
+            outputs = tf.nest.flatten(layer(part_inputs))
+            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
+        return tape.gradient(
+            loss, [*tf.nest.flatten(part_inputs), *layer.trainable_weights]
+        )
+
+    input_count = len(tf.nest.flatten(inputs))
+    size = batch // parts
+
+    @tf.function
+    def step():
+        gradients = [
+            part_step(
+                tf.nest.map_structure(
+                    lambda x, k=k: x[k * size : (k + 1) * size], inputs
+                )
+            )
+            for k in range(parts)
+        ]
+        return [
+            tf.concat([g[k] for g in gradients], axis=0)
+            if k < input_count
+            else tf.add_n([g[k] for g in gradients])
+            for k in range(len(gradients[0]))
+        ]
+
+    return lambda: [g.numpy() for g in step()]
