@@ -58,11 +58,17 @@ CASES = [
     "small_model_train:4",
 ]
 
-_REPEATS = flags.DEFINE_integer("repeats", 5, "Timed repetitions; best kept.")
-_CASES = flags.DEFINE_list("cases", CASES, "Cases to run.")
-_CASE = flags.DEFINE_string(
-    "case", None, "Run one case in this process (one of --cases)."
-)
+
+def define_flags():
+    """Defines the script's flags. Called only when it runs as a program,
+    so that tests can import it beside the other benchmarks (which define
+    flags of the same names)."""
+    flags.DEFINE_integer("repeats", 5, "Timed repetitions; best kept.")
+    flags.DEFINE_list("cases", CASES, "Cases to run.")
+    flags.DEFINE_string(
+        "case", None, "Run one case in this process (one of --cases)."
+    )
+
 
 _CHAIN_SHAPE = (16, 16, 16, 72, 16)
 _CHAIN_LENGTH = 6
@@ -187,12 +193,13 @@ def run_case(case):
     return {
         "name": f"xla_programs_{kind}",
         "case": case,
-        **measure.time_step(step, batch, _REPEATS.value),
+        **measure.time_step(step, batch, flags.FLAGS.repeats),
     }
 
 
 def main(argv):
-    for case in _CASES.value:
+    options = flags.FLAGS
+    for case in options.cases:
         if case not in CASES:
             raise app.UsageError(
                 f"Unknown case {case!r} in --cases. Expected cases from "
@@ -200,17 +207,18 @@ def main(argv):
             )
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if not _CASE.value:
+    if not options.case:
         print(json.dumps({"name": "machine", **machine.limits()}), flush=True)
     measure.run_cases(
         argv,
         "bench.xla_programs",
-        _CASE.value,
+        options.case,
         run_case,
-        _CASES.value,
-        [f"--repeats={_REPEATS.value}"],
+        options.cases,
+        [f"--repeats={options.repeats}"],
     )
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
