@@ -266,6 +266,18 @@ def run_cases(argv, module, case, run_case, cases, flags):
     run_cases_in_subprocesses(module, cases, flags)
 
 
+def _loss_gradients(layer, inputs):
+    """The gradients of the sum of the squares of every output of
+    `layer(inputs)` to the inputs, then to the layer's weights."""
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        outputs = tf.nest.flatten(layer(inputs))
+        loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
+    return tape.gradient(
+        loss, [*tf.nest.flatten(inputs), *layer.trainable_weights]
+    )
+
+
 def forward_backward_step(layer, inputs, mode):
     """A no-argument function running one forward and backward pass of
     `layer` on `inputs` (loss: the sum of the squares of every output;
@@ -275,13 +287,7 @@ def forward_backward_step(layer, inputs, mode):
     layer(tf.nest.map_structure(lambda x: x[:1], inputs))
 
     def step():
-        with tf.GradientTape() as tape:
-            tape.watch(inputs)
-            outputs = tf.nest.flatten(layer(inputs))
-            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
-        return tape.gradient(
-            loss, [*tf.nest.flatten(inputs), *layer.trainable_weights]
-        )
+        return _loss_gradients(layer, inputs)
 
     if mode not in ("eager", "graph", "xla"):
         raise ValueError(
@@ -313,13 +319,7 @@ def forward_backward_step_in_parts(layer, inputs, parts):
 
     @tf.function(jit_compile=True)
     def part_step(part_inputs):
-        with tf.GradientTape() as tape:
-            tape.watch(part_inputs)
-            outputs = tf.nest.flatten(layer(part_inputs))
-            loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outputs])
-        return tape.gradient(
-            loss, [*tf.nest.flatten(part_inputs), *layer.trainable_weights]
-        )
+        return _loss_gradients(layer, part_inputs)
 
     input_count = len(tf.nest.flatten(inputs))
     size = batch // parts
