@@ -6,9 +6,11 @@ STAMP := $(VENV)/.installed
 # The oldest supported TensorFlow and Keras (constraints-oldest.txt).
 OLDEST_VENV := .venv-oldest
 OLDEST_STAMP := $(OLDEST_VENV)/.installed
-# What `make test-oldest` runs: every op, layer and bad-input test and the
-# conformance checks (.keras, SavedModel, XLA, mixed precision).
-SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py
+# What `make test-oldest` runs: every op, layer and bad-input test, the
+# conformance checks (.keras, SavedModel, XLA, mixed precision) and the
+# training step that replaces Keras's training function (batch parts).
+SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py \
+	tests/recipes/test_batch_parts.py
 export TFDS_DATA_DIR ?= $(abspath ../shared/tfds)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 

@@ -21,13 +21,12 @@ em_conv:N               the convolutional EM step of `bench.routing`
                         an XLA program (`measure.forward_backward_step_
                         in_parts`); N = 1 is `bench.routing`'s XLA step
 small_model_train:N     the small matrix-capsule model's training step
-                        (28x28 images, batch 32, spread loss, Adam): N =
-                        1 is Keras's XLA step (`bench.em_routing
+                        (28x28 images, batch 32, spread loss, Adam) as
+                        `recipes.BatchPartsModel(model, parts=N)`: N = 1
+                        is Keras's XLA step (`bench.em_routing
                         --case=small_model:train`); N > 1 takes the
-                        loss's gradient of each of N slices of the batch
-                        in an XLA program of its own and applies their
-                        mean in one `tf.function` (a timing prototype:
-                        no metrics, no loss scaling)
+                        gradient of each of N slices of the batch in an
+                        XLA program of its own
 ```
 
 Every line carries `bench.measure.time_step`'s fields; the first is the
@@ -38,13 +37,12 @@ Usage: python -m bench.xla_programs [--repeats=5] [--cases=...]
 
 import json
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
 from bench import machine, measure
-from keras_capsules import layers, losses, models
+from keras_capsules import layers, losses, models, recipes
 
 CASES = [
     "products:one_chain",
@@ -145,41 +143,11 @@ def _small_model_train_step(parts):
     rng = np.random.default_rng(0)
     images = tf.constant(rng.normal(size=(batch, 28, 28, 1)), tf.float32)
     labels = tf.constant(np.arange(batch) % 10)
-    model = models.small_matrix_capsnet(input_shape=(28, 28, 1))
-    loss = losses.SpreadLoss()
-    if parts == 1:
-        model.compile(optimizer="adam", loss=loss, jit_compile=True)
-        return lambda: model.train_on_batch(images, labels), batch
-    optimizer = keras.optimizers.Adam()
-    model(images[:1])
-    optimizer.build(model.trainable_variables)
-
-    @tf.function(jit_compile=True)
-    def part_gradients(part_images, part_labels):
-        with tf.GradientTape() as tape:
-            value = loss(part_labels, model(part_images, training=True))
-        return tape.gradient(value, model.trainable_variables)
-
-    size = batch // parts
-
-    @tf.function
-    def step():
-        gradients = [
-            part_gradients(
-                images[k * size : (k + 1) * size],
-                labels[k * size : (k + 1) * size],
-            )
-            for k in range(parts)
-        ]
-        optimizer.apply_gradients(
-            zip(
-                [tf.add_n(list(g)) / parts for g in zip(*gradients)],
-                model.trainable_variables,
-            )
-        )
-        return optimizer.iterations
-
-    return lambda: step().numpy(), batch
+    model = recipes.BatchPartsModel(
+        models.small_matrix_capsnet(input_shape=(28, 28, 1)), parts=parts
+    )
+    model.compile(optimizer="adam", loss=losses.SpreadLoss(), jit_compile=True)
+    return lambda: model.train_on_batch(images, labels), batch
 
 
 def run_case(case):

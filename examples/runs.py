@@ -39,7 +39,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from examples import distribution, fitting
-from keras_capsules import datasets
+from keras_capsules import datasets, recipes
 
 MODEL_DIR = flags.DEFINE_string(
     "model_dir", None, "Backups, model, TensorBoard logs and results."
@@ -83,6 +83,15 @@ JIT_COMPILE = flags.DEFINE_enum(
     "auto",
     ["auto", "true", "false"],
     "Compile the train step with XLA (`auto`: on GPU and TPU only).",
+)
+BATCH_PARTS = flags.DEFINE_integer(
+    "batch_parts",
+    1,
+    "Take each batch's gradient in this many slices, each an XLA program "
+    "of its own, which a CPU runs side by side "
+    "(`recipes.BatchPartsModel`; 2 on two cores). Used by train.py and "
+    "train_matrix_capsules.py.",
+    lower_bound=1,
 )
 MIXED_PRECISION = flags.DEFINE_enum(
     "mixed_precision",
@@ -196,6 +205,14 @@ def use_xla():
     """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only);
     False for CPU workers of a multi-worker run (`fitting.use_xla`)."""
     return fitting.use_xla(JIT_COMPILE.value, _STRATEGY[0])
+
+
+def in_batch_parts(model):
+    """`model` as `recipes.BatchPartsModel` with `--batch_parts` slices,
+    or `model` itself with one."""
+    if BATCH_PARTS.value == 1:
+        return model
+    return recipes.BatchPartsModel(model, parts=BATCH_PARTS.value)
 
 
 class EpochTimer(keras.callbacks.Callback):

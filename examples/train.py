@@ -84,6 +84,7 @@ def main(argv):
             capsule_dim=runs.CAPSULE_DIM.value,
             num_iterations=runs.ROUTING_ITERATIONS.value,
         )
+        model = runs.in_batch_parts(model)
         loss = models.classifier_loss(routing)
         model.compile(
             optimizer=keras.optimizers.Adam(

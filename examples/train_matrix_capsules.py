@@ -307,7 +307,7 @@ def main(argv):
         )
         extra_callbacks.append(stopper)
     with strategy.scope():
-        model = build_model(image_shape, num_classes)
+        model = runs.in_batch_parts(build_model(image_shape, num_classes))
         loss = make_loss()
         model.compile(
             optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),

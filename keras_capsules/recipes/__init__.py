@@ -1,5 +1,7 @@
-"""Training recipes from the papers: mixup, the one-cycle schedule, RAdam."""
+"""Training recipes from the papers: mixup, the one-cycle schedule, RAdam;
+and a training step that takes each batch's gradient in parts."""
 
+from keras_capsules.recipes.batch_parts import BatchPartsModel
 from keras_capsules.recipes.mixup import MixupClassifier, mixup
 from keras_capsules.recipes.one_cycle import (
     AUTHOR_BETA_1,
@@ -11,6 +13,7 @@ from keras_capsules.recipes.radam import RAdam
 
 __all__ = [
     "AUTHOR_BETA_1",
+    "BatchPartsModel",
     "PAPER_TEXT_BETA_1",
     "MixupClassifier",
     "OneCycle",

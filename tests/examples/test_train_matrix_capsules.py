@@ -96,6 +96,32 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertEqual(classes.num_iterations, 2)
         self.assertAllClose(classes.inverse_temperatures, [5e-4, 1e-3])
 
+    def test_batch_parts_train_in_slices_and_save_the_wrapper(self):
+        directory = tempfile.mkdtemp()
+        results = run_in_process(
+            train_matrix_capsules,
+            dataset="procedural_shapes",
+            model="small",
+            batch_parts=2,
+            train_size=33,
+            test_size=16,
+            batch_size=16,
+            epochs=1,
+            model_dir=directory,
+        )
+        self.assertEqual(results["flags"]["batch_parts"], 2)
+        # 33 examples: two batches of 16 and one of 1 (its second slice
+        # empty).
+        self.assertEqual(results["steps"], 3)
+        self.assertBetween(results["evaluation"]["test"]["accuracy"], 0.0, 1.0)
+        model = keras.models.load_model(
+            os.path.join(directory, "matrix_capsnet.keras")
+        )
+        self.assertEqual(model.parts, 2)
+        self.assertEqual(
+            model.model.get_layer("class_capsules").num_iterations, 2
+        )
+
 
 if __name__ == "__main__":
     tf.test.main()

@@ -1,0 +1,172 @@
+"""BatchPartsModel: a batch's gradient taken in slices gives the step that
+Keras's own `train_step` takes on the whole batch."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_capsules import layers, recipes
+from keras_capsules.recipes.batch_parts import part_bounds
+
+
+def capsule_classifier(seed=0):
+    """Dynamic routing on (6 x 4-D) inputs to 3 class capsules, whose
+    lengths a regularized dense layer turns into logits."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6, 4))
+    capsules = layers.DynamicRouting(3, 5)(inputs)
+    lengths = layers.CapsuleLength()(capsules)
+    logits = keras.layers.Dense(
+        3, kernel_regularizer=keras.regularizers.L2(0.01)
+    )(lengths)
+    return keras.Model(inputs, logits)
+
+
+def compile_model(model, jit_compile):
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.5),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def data(batch_size, seed=0):
+    rng = np.random.default_rng(seed)
+    images = rng.normal(size=(batch_size, 6, 4)).astype("float32")
+    labels = rng.integers(0, 3, batch_size)
+    weights = rng.uniform(0.5, 2.0, batch_size).astype("float32")
+    return images, labels, weights
+
+
+class PartBoundsTest(tf.test.TestCase):
+    def test_slices_are_numpys_array_split(self):
+        for batch_size in range(10):
+            for parts in range(1, 5):
+                bounds = [int(b) for b in part_bounds(batch_size, parts)]
+                want = [
+                    len(piece)
+                    for piece in np.array_split(np.arange(batch_size), parts)
+                ]
+                self.assertEqual(bounds[0], 0)
+                self.assertEqual(list(np.diff(bounds)), want)
+
+
+class BatchPartsModelTest(tf.test.TestCase):
+    def assert_same_training(self, batch_size, parts, jit_compile):
+        """Two steps of the model in `parts` against Keras's step of the
+        whole batch, from the same weights: weights, loss and accuracy."""
+        whole = compile_model(capsule_classifier(), jit_compile)
+        in_parts = compile_model(
+            recipes.BatchPartsModel(capsule_classifier(), parts=parts),
+            jit_compile,
+        )
+        for step in range(2):
+            images, labels, weights = data(batch_size, seed=step)
+            want = whole.train_on_batch(
+                images, labels, sample_weight=weights, return_dict=True
+            )
+            got = in_parts.train_on_batch(
+                images, labels, sample_weight=weights, return_dict=True
+            )
+            self.assertAllClose(got["loss"], want["loss"], rtol=1e-5)
+            self.assertAllClose(got["accuracy"], want["accuracy"])
+        for got, want in zip(
+            in_parts.trainable_weights, whole.trainable_weights
+        ):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+        # The steps changed the weights: the comparison is not of the
+        # initial ones.
+        self.assertNotAllClose(
+            whole.weights[0], capsule_classifier().weights[0]
+        )
+
+    def test_uneven_parts_take_the_whole_batchs_step(self):
+        for jit_compile in (True, False):
+            for parts in (2, 3):
+                with self.subTest(jit_compile=jit_compile, parts=parts):
+                    self.assert_same_training(7, parts, jit_compile)
+
+    def test_fewer_examples_than_parts(self):
+        self.assert_same_training(2, 3, jit_compile=True)
+
+    def test_one_part_is_kerass_step(self):
+        self.assert_same_training(5, 1, jit_compile=True)
+
+    def test_batch_statistics_are_updated_by_each_part_in_turn(self):
+        # Batch normalization on the inputs: each part normalises with its
+        # own slice's statistics and moves the moving mean in turn.
+        rng = np.random.default_rng(0)
+        images = rng.normal(size=(7, 3)).astype("float32") + 2.0
+        targets = rng.normal(size=(7, 3)).astype("float32")
+        for jit_compile in (True, False):
+            keras.utils.set_random_seed(0)
+            inputs = keras.Input((3,))
+            normalization = keras.layers.BatchNormalization(momentum=0.5)
+            outputs = keras.layers.Dense(3)(normalization(inputs))
+            model = recipes.BatchPartsModel(keras.Model(inputs, outputs), 2)
+            model.compile("sgd", "mse", jit_compile=jit_compile)
+            model.train_on_batch(images, targets)
+            first = 0.5 * images[:4].mean(0)
+            want = 0.5 * first + 0.5 * images[4:].mean(0)
+            self.assertAllClose(
+                normalization.moving_mean, want, rtol=1e-5, atol=1e-6
+            )
+
+    def test_mixed_float16_scales_the_loss_as_kerass_step(self):
+        keras.mixed_precision.set_dtype_policy("mixed_float16")
+        try:
+            whole = compile_model(capsule_classifier(), True)
+            in_parts = compile_model(
+                recipes.BatchPartsModel(capsule_classifier(), parts=2), True
+            )
+            images, labels, weights = data(8)
+            whole.train_on_batch(images, labels, sample_weight=weights)
+            in_parts.train_on_batch(images, labels, sample_weight=weights)
+            self.assertIsInstance(
+                in_parts.optimizer, keras.optimizers.LossScaleOptimizer
+            )
+            # float16 forward passes over other slices round differently.
+            for got, want in zip(
+                in_parts.trainable_weights, whole.trainable_weights
+            ):
+                self.assertAllClose(got, want, rtol=2e-3, atol=2e-3)
+        finally:
+            keras.mixed_precision.set_dtype_policy("float32")
+
+    def test_fits_saves_loads_and_resumes(self):
+        images, labels, _ = data(24)
+        model = compile_model(
+            recipes.BatchPartsModel(capsule_classifier(), parts=2), True
+        )
+        model.fit(
+            images, labels, batch_size=10, epochs=1, verbose=0, shuffle=False
+        )
+        path = os.path.join(tempfile.mkdtemp(), "model.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path)
+        self.assertIsInstance(loaded, recipes.BatchPartsModel)
+        self.assertEqual(loaded.parts, 2)
+        self.assertAllClose(loaded.predict(images, verbose=0), model(images))
+        self.assertEqual(int(loaded.optimizer.iterations), 3)
+        loaded.fit(
+            images, labels, batch_size=10, epochs=1, verbose=0, shuffle=False
+        )
+        model.fit(
+            images, labels, batch_size=10, epochs=1, verbose=0, shuffle=False
+        )
+        for got, want in zip(loaded.weights, model.weights):
+            self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+
+    def test_rejects_parts_that_are_not_positive_ints(self):
+        for parts in (0, -1, 1.5, True, "2"):
+            with self.assertRaisesRegex(ValueError, "parts"):
+                recipes.BatchPartsModel(capsule_classifier(), parts=parts)
+
+
+if __name__ == "__main__":
+    tf.test.main()
