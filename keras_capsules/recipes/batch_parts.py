@@ -52,6 +52,8 @@ class BatchPartsModel(keras.Model):
 
     Call arguments:
         inputs, training: as `model`'s.
+
+    `get_layer` finds the wrapped model's layers; `.model` is the model.
     """
 
     def __init__(self, model, parts=2, **kwargs):
@@ -69,6 +71,11 @@ class BatchPartsModel(keras.Model):
 
     def call(self, inputs, training=None):
         return self.model(inputs, training=training)
+
+    def get_layer(self, name=None, index=None):
+        """A layer of the wrapped model (`model.get_layer`), so that code
+        that looks layers up by name works on either."""
+        return self.model.get_layer(name=name, index=index)
 
     def make_train_function(self, force=False):
         """Keras's training function, never compiled as one XLA program

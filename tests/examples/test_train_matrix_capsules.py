@@ -118,9 +118,11 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             os.path.join(directory, "matrix_capsnet.keras")
         )
         self.assertEqual(model.parts, 2)
-        self.assertEqual(
-            model.model.get_layer("class_capsules").num_iterations, 2
+        self.assertIs(
+            model.get_layer("class_capsules"),
+            model.model.get_layer("class_capsules"),
         )
+        self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
 
 
 if __name__ == "__main__":

@@ -151,6 +151,7 @@ class BatchPartsModelTest(tf.test.TestCase):
         loaded = keras.saving.load_model(path)
         self.assertIsInstance(loaded, recipes.BatchPartsModel)
         self.assertEqual(loaded.parts, 2)
+        self.assertIs(loaded.get_layer(index=1), loaded.model.layers[1])
         self.assertAllClose(loaded.predict(images, verbose=0), model(images))
         self.assertEqual(int(loaded.optimizer.iterations), 3)
         loaded.fit(
