@@ -161,12 +161,6 @@ class BatchPartsModel(keras.Model):
         gradient_step.update_loss_metric(self, loss, batch_size)
         return self.compute_metrics(inputs, labels, predictions, sample_weight)
 
-    def compile_from_config(self, config):
-        """Recompiles a loaded model as it was saved."""
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
     def get_config(self):
         return {
             "name": self.name,
