@@ -164,14 +164,8 @@ def conv_capsule_votes(patches, kernel):
         ),
         (slots, -1, d_in),
     )
-    kernel = ops.reshape(
-        ops.transpose(
-            ops.reshape(kernel, (slots, types, d_in, d_out)), (0, 2, 1, 3)
-        ),
-        (slots, d_in, types * d_out),
-    )
     votes = ops.reshape(
-        ops.matmul(by_slot, kernel),
+        ops.matmul(by_slot, _kernel_by_slot(kernel)),
         (size, size, child_types, batch, rows, columns, d_cov, types, d_out),
     )
     return ops.transpose(votes, (3, 4, 5, 7, 0, 1, 2, 6, 8))
@@ -218,12 +212,7 @@ def conv_capsule_vote_means(patches, kernel, weights):
         ),
         (-1, slots * d_in),
     )
-    kernel = ops.reshape(
-        ops.transpose(
-            ops.reshape(kernel, (slots, types, d_in, d_out)), (0, 2, 1, 3)
-        ),
-        (slots * d_in, types * d_out),
-    )
+    kernel = ops.reshape(_kernel_by_slot(kernel), (slots * d_in, types * d_out))
     sums = ops.transpose(
         ops.reshape(
             ops.matmul(weighted, kernel),
@@ -234,6 +223,21 @@ def conv_capsule_vote_means(patches, kernel, weights):
     total = ops.sum(weights, axis=(3, 4, 5))
     total = ops.where(total > 0, total, ops.ones_like(total))
     return sums / total[..., None, None, None]
+
+
+def _kernel_by_slot(kernel):
+    """The kernel `(K, K, B, C, d_in, d_out)` as one `(d_in, C d_out)`
+    matrix per receptive-field slot: `(K K B, d_in, C d_out)`."""
+    size, _, child_types, types, d_in, d_out = kernel.shape
+    return ops.reshape(
+        ops.transpose(
+            ops.reshape(
+                kernel, (size * size * child_types, types, d_in, d_out)
+            ),
+            (0, 2, 1, 3),
+        ),
+        (size * size * child_types, d_in, types * d_out),
+    )
 
 
 def _conv_arguments(op_name, patches, kernel):
