@@ -244,26 +244,27 @@ def run_case_in_subprocess(module, case, flags, environment=None):
     return json.loads(lines[-1])
 
 
-def run_cases_in_subprocesses(module, cases, flags):
-    """`run_case_in_subprocess` of each case; prints each result as one
-    JSON line."""
+def run_cases_in_subprocesses(module, cases, flags, annotate=None):
+    """`run_case_in_subprocess` of each case; prints each result (through
+    `annotate(case, result)`, if given) as one JSON line."""
     for case in cases:
-        print(
-            json.dumps(run_case_in_subprocess(module, case, flags)), flush=True
-        )
+        result = run_case_in_subprocess(module, case, flags)
+        if annotate is not None:
+            result = annotate(case, result)
+        print(json.dumps(result), flush=True)
 
 
-def run_cases(argv, module, case, run_case, cases, flags):
+def run_cases(argv, module, case, run_case, cases, flags, annotate=None):
     """The `main` of a benchmark whose cases each run in a process of
     their own: with `case` (its `--case` flag) set, prints `run_case(case)`
     as one JSON line; otherwise `run_cases_in_subprocesses(module, cases,
-    flags)`, which comes back here with `--case` for each."""
+    flags, annotate)`, which comes back here with `--case` for each."""
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if case:
         print(json.dumps(run_case(case)), flush=True)
         return
-    run_cases_in_subprocesses(module, cases, flags)
+    run_cases_in_subprocesses(module, cases, flags, annotate)
 
 
 def _loss_gradients(layer, inputs):

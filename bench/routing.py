@@ -180,19 +180,25 @@ def with_bounds(result, name, limits):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _CASE.value:
-        print(json.dumps(run_case(_CASE.value)), flush=True)
-        return
-    limits = machine.limits()
-    print(json.dumps({"name": "machine", **limits}), flush=True)
-    for name in _SHAPE_NAMES.value:
-        for mode in _MODES.value:
-            result = measure.run_case_in_subprocess(
-                "bench.routing",
-                f"{name}:{mode}",
-                [f"--repeats={_REPEATS.value}"],
-            )
-            print(json.dumps(with_bounds(result, name, limits)), flush=True)
+    limits = None
+    if not _CASE.value:
+        limits = machine.limits()
+        print(json.dumps({"name": "machine", **limits}), flush=True)
+    measure.run_cases(
+        argv,
+        "bench.routing",
+        _CASE.value,
+        run_case,
+        [
+            f"{name}:{mode}"
+            for name in _SHAPE_NAMES.value
+            for mode in _MODES.value
+        ],
+        [f"--repeats={_REPEATS.value}"],
+        annotate=lambda case, result: with_bounds(
+            result, case.split(":")[0], limits
+        ),
+    )
 
 
 if __name__ == "__main__":

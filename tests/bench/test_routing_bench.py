@@ -125,8 +125,30 @@ class RoutingBenchTest(tf.test.TestCase):
         printed.assert_called_once_with('{"case": "a:xla"}', flush=True)
         with mock.patch.object(measure, "run_cases_in_subprocesses") as each:
             measure.run_cases(["prog"], "m", None, run_case, ["b", "c"], ["-f"])
-        each.assert_called_once_with("m", ["b", "c"], ["-f"])
+        each.assert_called_once_with("m", ["b", "c"], ["-f"], None)
         self.assertEqual(measured, ["a:xla"])
+        # Each result from its subprocess passes through `annotate`.
+        with (
+            mock.patch.object(
+                measure,
+                "run_case_in_subprocess",
+                lambda module, case, flags: {"case": case},
+            ),
+            mock.patch("builtins.print") as printed,
+        ):
+            measure.run_cases(
+                ["prog"],
+                "m",
+                None,
+                run_case,
+                ["b", "c"],
+                [],
+                annotate=lambda case, result: {**result, "seen": case},
+            )
+        self.assertEqual(
+            [call.args[0] for call in printed.call_args_list],
+            ['{"case": "b", "seen": "b"}', '{"case": "c", "seen": "c"}'],
+        )
         with self.assertRaisesRegex(Exception, "Unexpected arguments"):
             measure.run_cases(["prog", "x"], "m", "a", run_case, [], [])
 
