@@ -27,6 +27,8 @@ small_model_train:N     the small matrix-capsule model's training step
                         --case=small_model:train`); N > 1 takes the
                         gradient of each of N slices of the batch in an
                         XLA program of its own
+small_model_predict:N   the same model's `predict_on_batch` (batch 32) in
+                        N slices, each an XLA program of its own
 ```
 
 Every line carries `bench.measure.time_step`'s fields; the first is the
@@ -54,6 +56,9 @@ CASES = [
     "small_model_train:1",
     "small_model_train:2",
     "small_model_train:4",
+    "small_model_predict:1",
+    "small_model_predict:2",
+    "small_model_predict:4",
 ]
 
 
@@ -138,7 +143,7 @@ def _em_conv_step(parts):
     )
 
 
-def _small_model_train_step(parts):
+def _small_model_step(parts, train):
     batch = 32
     rng = np.random.default_rng(0)
     images = tf.constant(rng.normal(size=(batch, 28, 28, 1)), tf.float32)
@@ -147,7 +152,9 @@ def _small_model_train_step(parts):
         models.small_matrix_capsnet(input_shape=(28, 28, 1)), parts=parts
     )
     model.compile(optimizer="adam", loss=losses.SpreadLoss(), jit_compile=True)
-    return lambda: model.train_on_batch(images, labels), batch
+    if train:
+        return lambda: model.train_on_batch(images, labels), batch
+    return lambda: model.predict_on_batch(images), batch
 
 
 def run_case(case):
@@ -157,7 +164,7 @@ def run_case(case):
     elif kind == "em_conv":
         step, batch = _em_conv_step(int(variant))
     else:
-        step, batch = _small_model_train_step(int(variant))
+        step, batch = _small_model_step(int(variant), kind.endswith("train"))
     return {
         "name": f"xla_programs_{kind}",
         "case": case,

@@ -1,5 +1,6 @@
-"""A training step that takes each batch's gradient in parts, each part
-an XLA program of its own, so that a CPU runs the parts side by side."""
+"""Training, evaluation and prediction steps that take each batch in
+parts, each part an XLA program of its own, so that a CPU runs the parts
+side by side."""
 
 import keras
 import tensorflow as tf
@@ -18,9 +19,17 @@ def part_bounds(batch_size, parts):
     return [k * size + tf.minimum(k, larger) for k in range(parts + 1)]
 
 
+# Each step's program for one slice (`BatchPartsModel._made_in_parts`).
+_PART_FUNCTIONS = {
+    "train": "_gradients_of_part",
+    "test": "_loss_of_part",
+    "predict": "_predictions_of_part",
+}
+
+
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class BatchPartsModel(keras.Model):
-    """`model`, trained with each batch's gradient taken in `parts` slices.
+    """`model`, trained, evaluated and run on each batch in `parts` slices.
 
     TensorFlow's XLA on CPU runs the operations of one compiled program
     one after another, and most passes over capsule votes use one core
@@ -33,8 +42,10 @@ class BatchPartsModel(keras.Model):
     over the examples (Keras's default reduction) plus regularization
     losses. Metrics and the loss metric are those of the whole batch; loss
     scaling under `mixed_float16` is the optimizer's, as in Keras's step.
-    On a GPU or TPU one program already fills the device: keep `parts=1`
-    there.
+    `evaluate` and `predict` take their batches in slices the same way
+    (each slice's forward pass and loss one program); calling the model
+    (`model(x)`, a SavedModel's signature) runs `model` whole. On a GPU or
+    TPU one program already fills the device: keep `parts=1` there.
 
     Layers that use batch statistics see each slice alone, as on the
     replicas of a `tf.distribute` strategy without synchronized batch
@@ -46,8 +57,8 @@ class BatchPartsModel(keras.Model):
     Args:
         model: a Keras model (functional or sequential) whose `call` takes
             `training`.
-        parts: int >= 1, slices of each training batch. Defaults to 2,
-            one per core of a two-core CPU.
+        parts: int >= 1, slices of each batch. Defaults to 2, one per
+            core of a two-core CPU.
         **kwargs: base model arguments (`name`).
 
     Call arguments:
@@ -61,11 +72,13 @@ class BatchPartsModel(keras.Model):
         if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
             raise ValueError(
                 "`BatchPartsModel` expects `parts` to be an int >= 1 (the "
-                f"slices of each training batch). Received: parts={parts!r}."
+                f"slices of each batch). Received: parts={parts!r}."
             )
         self.model = model
         self.parts = parts
-        self._part_gradients = None
+        self._train_program = None
+        self._test_program = None
+        self._predict_program = None
         # A built functional model makes the wrapper built.
         self.built = model.built
 
@@ -78,37 +91,51 @@ class BatchPartsModel(keras.Model):
         return self.model.get_layer(name=name, index=index)
 
     def make_train_function(self, force=False):
-        """Keras's training function, never compiled as one XLA program
-        when `parts > 1`: the parts are the programs (`jit_compile`
-        applies to them)."""
-        if self.parts == 1 or (self.train_function is not None and not force):
-            return super().make_train_function(force=force)
-        self._part_gradients = self._gradients_of_part
+        return self._made_in_parts(super().make_train_function, "train", force)
+
+    def make_test_function(self, force=False):
+        return self._made_in_parts(super().make_test_function, "test", force)
+
+    def make_predict_function(self, force=False):
+        return self._made_in_parts(
+            super().make_predict_function, "predict", force
+        )
+
+    def _made_in_parts(self, make, step, force):
+        """Keras's function for `step` ("train", "test", "predict"; made
+        by `make(force=force)`), which with more than one part is never
+        compiled as one XLA program itself: each slice's program,
+        `self._{step}_program`, is made here, compiled as the model is
+        (`jit_compile`)."""
+        if self.parts == 1 or (
+            getattr(self, f"{step}_function") is not None and not force
+        ):
+            return make(force=force)
+        program = getattr(self, _PART_FUNCTIONS[step])
         if not self.run_eagerly:
-            self._part_gradients = tf.function(
-                self._gradients_of_part,
+            program = tf.function(
+                program,
                 jit_compile=bool(self.jit_compile),
                 reduce_retracing=True,
             )
+        setattr(self, f"_{step}_program", program)
         jit_compile = self.jit_compile
         self.jit_compile = False
         try:
-            return super().make_train_function(force=force)
+            return make(force=force)
         finally:
             self.jit_compile = jit_compile
 
-    def _gradients_of_part(self, inputs, labels, sample_weight, share):
+    def _gradients_of_part(self, inputs, labels, sample_weight):
         """One slice's predictions, loss (Keras's `compute_loss`: the mean
-        over the slice plus regularization) and the gradient of `share`
-        times the optimizer's scaled loss."""
+        over the slice plus regularization) and the loss's gradient,
+        scaled as the optimizer scales losses."""
         with tf.GradientTape() as tape:
             predictions = self(inputs, training=True)
             loss = self.compute_loss(
                 inputs, labels, predictions, sample_weight, training=True
             )
-            scaled = self.optimizer.scale_loss(
-                loss * tf.cast(share, loss.dtype)
-            )
+            scaled = self.optimizer.scale_loss(loss)
         weights = self.trainable_weights
         gradients = tape.gradient(scaled, weights)
         gradients = [
@@ -117,23 +144,29 @@ class BatchPartsModel(keras.Model):
         ]
         return predictions, loss, gradients
 
-    def train_step(self, data):
-        if self.parts == 1:
-            return super().train_step(data)
-        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
-            data
+    def _loss_of_part(self, inputs, labels, sample_weight):
+        """One slice's predictions and loss, as Keras evaluates them."""
+        predictions = self(inputs, training=False)
+        loss = self.compute_loss(
+            inputs, labels, predictions, sample_weight, training=False
         )
-        batch_size = tf.shape(tf.nest.flatten(inputs)[0])[0]
+        return predictions, loss
+
+    def _predictions_of_part(self, inputs):
+        return (self(inputs, training=False),)
+
+    def _in_parts(self, part_program, data):
+        """`part_program` on each slice of `data` (a tuple of nested
+        tensors or None, the batch first): the joined predictions (each
+        program's first output), and the rest of each program's outputs
+        with that slice's share of the batch."""
+        batch_size = tf.shape(tf.nest.flatten(data[0])[0])[0]
         bounds = part_bounds(batch_size, self.parts)
-        outputs = []
+        outputs, shares = [], []
         for start, stop in zip(bounds[:-1], bounds[1:]):
 
             def run(start=start, stop=stop):
-                share = (stop - start) / batch_size
-                return self._part_gradients(
-                    *_slices((inputs, labels, sample_weight), start, stop),
-                    share,
-                )
+                return part_program(*_slices(data, start, stop))
 
             # The first slice always holds an example; a later one may be
             # empty (a batch smaller than `parts`) and adds nothing.
@@ -143,23 +176,54 @@ class BatchPartsModel(keras.Model):
                 )
             else:
                 outputs.append(run())
+            shares.append((stop - start) / batch_size)
         predictions = tf.nest.map_structure(
             lambda *parts: tf.concat(parts, axis=0),
-            *[part[0] for part in outputs],
+            *[output[0] for output in outputs],
         )
-        loss = 0.0
-        for start, stop, (_, part_loss, _) in zip(
-            bounds[:-1], bounds[1:], outputs
-        ):
-            loss += part_loss * tf.cast(stop - start, part_loss.dtype)
-        loss /= tf.cast(batch_size, loss.dtype)
+        return (
+            predictions,
+            [(output[1:], share) for output, share in zip(outputs, shares)],
+            batch_size,
+        )
+
+    def train_step(self, data):
+        if self.parts == 1:
+            return super().train_step(data)
+        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            data
+        )
+        predictions, parts, batch_size = self._in_parts(
+            self._train_program, (inputs, labels, sample_weight)
+        )
+        loss = _weighted_sum([loss for (loss, _), _ in parts], parts)
         gradients = [
-            tf.add_n(list(parts))
-            for parts in zip(*[part[2] for part in outputs])
+            _weighted_sum(list(slices), parts)
+            for slices in zip(*[gradients for (_, gradients), _ in parts])
         ]
         self.optimizer.apply(gradients, self.trainable_weights)
         gradient_step.update_loss_metric(self, loss, batch_size)
         return self.compute_metrics(inputs, labels, predictions, sample_weight)
+
+    def test_step(self, data):
+        if self.parts == 1:
+            return super().test_step(data)
+        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            data
+        )
+        predictions, parts, batch_size = self._in_parts(
+            self._test_program, (inputs, labels, sample_weight)
+        )
+        loss = _weighted_sum([loss for (loss,), _ in parts], parts)
+        gradient_step.update_loss_metric(self, loss, batch_size)
+        return self.compute_metrics(inputs, labels, predictions, sample_weight)
+
+    def predict_step(self, data):
+        if self.parts == 1:
+            return super().predict_step(data)
+        inputs, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        predictions, _, _ = self._in_parts(self._predict_program, (inputs,))
+        return predictions
 
     def get_config(self):
         return {
@@ -179,13 +243,21 @@ class BatchPartsModel(keras.Model):
 
 def _nothing(part):
     """What an empty slice gives, shaped as `part` (the first slice's
-    predictions, loss and gradients): no predictions, zero loss and
-    gradients."""
-    predictions, loss, gradients = part
+    outputs): no predictions, and zeros for the rest."""
     return (
-        tf.nest.map_structure(lambda t: t[:0], predictions),
-        tf.zeros_like(loss),
-        [tf.zeros_like(gradient) for gradient in gradients],
+        tf.nest.map_structure(lambda t: t[:0], part[0]),
+        *tf.nest.map_structure(tf.zeros_like, tuple(part[1:])),
+    )
+
+
+def _weighted_sum(values, parts):
+    """`sum_k share_k values_k` over the slices (`parts` as
+    `BatchPartsModel._in_parts` gives them)."""
+    return tf.add_n(
+        [
+            value * tf.cast(share, value.dtype)
+            for value, (_, share) in zip(values, parts)
+        ]
     )
 
 

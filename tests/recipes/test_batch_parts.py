@@ -1,5 +1,6 @@
-"""BatchPartsModel: a batch's gradient taken in slices gives the step that
-Keras's own `train_step` takes on the whole batch."""
+"""BatchPartsModel: a batch taken in slices gives the training step,
+evaluation and predictions that Keras's own steps give on the whole
+batch."""
 
 import os
 import tempfile
@@ -96,6 +97,44 @@ class BatchPartsModelTest(tf.test.TestCase):
 
     def test_one_part_is_kerass_step(self):
         self.assert_same_training(5, 1, jit_compile=True)
+
+    def test_evaluate_and_predict_in_parts_match_the_whole_model(self):
+        # 11 examples in batches of 4: slices of 2 and 2, and of 2 and 1
+        # for the last batch (3 slices: 2, 1 and 1; 1, 1 and 1).
+        images, labels, weights = data(11)
+        for jit_compile in (True, False):
+            whole = compile_model(capsule_classifier(), jit_compile)
+            want = whole.evaluate(
+                images,
+                labels,
+                sample_weight=weights,
+                batch_size=4,
+                verbose=0,
+                return_dict=True,
+            )
+            want_predictions = whole.predict(images, batch_size=4, verbose=0)
+            for parts in (2, 3):
+                with self.subTest(jit_compile=jit_compile, parts=parts):
+                    model = compile_model(
+                        recipes.BatchPartsModel(capsule_classifier(), parts),
+                        jit_compile,
+                    )
+                    got = model.evaluate(
+                        images,
+                        labels,
+                        sample_weight=weights,
+                        batch_size=4,
+                        verbose=0,
+                        return_dict=True,
+                    )
+                    self.assertAllClose(got["loss"], want["loss"], rtol=1e-5)
+                    self.assertAllClose(got["accuracy"], want["accuracy"])
+                    self.assertAllClose(
+                        model.predict(images, batch_size=4, verbose=0),
+                        want_predictions,
+                        rtol=1e-5,
+                        atol=1e-6,
+                    )
 
     def test_batch_statistics_are_updated_by_each_part_in_turn(self):
         # Batch normalization on the inputs: each part normalises with its
