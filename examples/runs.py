@@ -87,8 +87,8 @@ JIT_COMPILE = flags.DEFINE_enum(
 BATCH_PARTS = flags.DEFINE_integer(
     "batch_parts",
     1,
-    "Take each batch's gradient in this many slices, each an XLA program "
-    "of its own, which a CPU runs side by side "
+    "Train and evaluate each batch in this many slices, each an XLA "
+    "program of its own, which a CPU runs side by side "
     "(`recipes.BatchPartsModel`; 2 on two cores). Used by train.py and "
     "train_matrix_capsules.py.",
     lower_bound=1,
