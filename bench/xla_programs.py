@@ -29,6 +29,10 @@ small_model_train:N     the small matrix-capsule model's training step
                         XLA program of its own
 small_model_predict:N   the same model's `predict_on_batch` (batch 32) in
                         N slices, each an XLA program of its own
+classifier_train_R:N    `models.capsule_classifier` with routing R (28x28
+                        images, 10 classes, the defaults of
+                        `examples.train`: its loss, Adam, batch 32) as
+                        `recipes.BatchPartsModel(model, parts=N)`
 ```
 
 Every line carries `bench.measure.time_step`'s fields; the first is the
@@ -59,6 +63,11 @@ CASES = [
     "small_model_predict:1",
     "small_model_predict:2",
     "small_model_predict:4",
+    *[
+        f"classifier_train_{routing}:{parts}"
+        for routing in ("dynamic", "em", "heinsen", "regression")
+        for parts in (1, 2)
+    ],
 ]
 
 
@@ -157,12 +166,31 @@ def _small_model_step(parts, train):
     return lambda: model.predict_on_batch(images), batch
 
 
+def _classifier_train_step(routing, parts):
+    batch = 32
+    rng = np.random.default_rng(0)
+    images = tf.constant(rng.uniform(size=(batch, 28, 28, 1)), tf.float32)
+    labels = tf.constant(np.arange(batch) % 10)
+    model = recipes.BatchPartsModel(
+        models.capsule_classifier((28, 28, 1), 10, routing=routing),
+        parts=parts,
+    )
+    model.compile(
+        optimizer="adam", loss=models.classifier_loss(routing), jit_compile=True
+    )
+    return lambda: model.train_on_batch(images, labels), batch
+
+
 def run_case(case):
     kind, variant = case.split(":")
     if kind == "products":
         step, batch = _products_step(variant)
     elif kind == "em_conv":
         step, batch = _em_conv_step(int(variant))
+    elif kind.startswith("classifier_train_"):
+        step, batch = _classifier_train_step(
+            kind.removeprefix("classifier_train_"), int(variant)
+        )
     else:
         step, batch = _small_model_step(int(variant), kind.endswith("train"))
     return {
