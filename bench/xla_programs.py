@@ -152,33 +152,19 @@ def _em_conv_step(parts):
     )
 
 
-def _small_model_step(parts, train):
-    batch = 32
-    rng = np.random.default_rng(0)
-    images = tf.constant(rng.normal(size=(batch, 28, 28, 1)), tf.float32)
-    labels = tf.constant(np.arange(batch) % 10)
-    model = recipes.BatchPartsModel(
-        models.small_matrix_capsnet(input_shape=(28, 28, 1)), parts=parts
-    )
-    model.compile(optimizer="adam", loss=losses.SpreadLoss(), jit_compile=True)
-    if train:
-        return lambda: model.train_on_batch(images, labels), batch
-    return lambda: model.predict_on_batch(images), batch
-
-
-def _classifier_train_step(routing, parts):
+def _batch_parts_step(model, loss, parts, train):
+    """`model` as `recipes.BatchPartsModel` in `parts`, compiled with
+    `loss`, Adam and XLA: its `train_on_batch` (or `predict_on_batch`)
+    on a batch of 32 28x28 images."""
     batch = 32
     rng = np.random.default_rng(0)
     images = tf.constant(rng.uniform(size=(batch, 28, 28, 1)), tf.float32)
     labels = tf.constant(np.arange(batch) % 10)
-    model = recipes.BatchPartsModel(
-        models.capsule_classifier((28, 28, 1), 10, routing=routing),
-        parts=parts,
-    )
-    model.compile(
-        optimizer="adam", loss=models.classifier_loss(routing), jit_compile=True
-    )
-    return lambda: model.train_on_batch(images, labels), batch
+    model = recipes.BatchPartsModel(model, parts=parts)
+    model.compile(optimizer="adam", loss=loss, jit_compile=True)
+    if train:
+        return lambda: model.train_on_batch(images, labels), batch
+    return lambda: model.predict_on_batch(images), batch
 
 
 def run_case(case):
@@ -188,11 +174,20 @@ def run_case(case):
     elif kind == "em_conv":
         step, batch = _em_conv_step(int(variant))
     elif kind.startswith("classifier_train_"):
-        step, batch = _classifier_train_step(
-            kind.removeprefix("classifier_train_"), int(variant)
+        routing = kind.removeprefix("classifier_train_")
+        step, batch = _batch_parts_step(
+            models.capsule_classifier((28, 28, 1), 10, routing=routing),
+            models.classifier_loss(routing),
+            int(variant),
+            train=True,
         )
     else:
-        step, batch = _small_model_step(int(variant), kind.endswith("train"))
+        step, batch = _batch_parts_step(
+            models.small_matrix_capsnet(input_shape=(28, 28, 1)),
+            losses.SpreadLoss(),
+            int(variant),
+            train=kind.endswith("train"),
+        )
     return {
         "name": f"xla_programs_{kind}",
         "case": case,

@@ -158,8 +158,8 @@ class BatchPartsModel(keras.Model):
     def _in_parts(self, part_program, data):
         """`part_program` on each slice of `data` (a tuple of nested
         tensors or None, the batch first): the joined predictions (each
-        program's first output), and the rest of each program's outputs
-        with that slice's share of the batch."""
+        program's first output), the rest of each program's outputs, each
+        slice's share of the batch, and the batch size."""
         batch_size = tf.shape(tf.nest.flatten(data[0])[0])[0]
         bounds = part_bounds(batch_size, self.parts)
         outputs, shares = [], []
@@ -181,11 +181,8 @@ class BatchPartsModel(keras.Model):
             lambda *parts: tf.concat(parts, axis=0),
             *[output[0] for output in outputs],
         )
-        return (
-            predictions,
-            [(output[1:], share) for output, share in zip(outputs, shares)],
-            batch_size,
-        )
+        rest = [output[1:] for output in outputs]
+        return predictions, rest, shares, batch_size
 
     def train_step(self, data):
         if self.parts == 1:
@@ -193,13 +190,13 @@ class BatchPartsModel(keras.Model):
         inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
         )
-        predictions, parts, batch_size = self._in_parts(
+        predictions, rest, shares, batch_size = self._in_parts(
             self._train_program, (inputs, labels, sample_weight)
         )
-        loss = _weighted_sum([loss for (loss, _), _ in parts], parts)
+        loss = _weighted_sum([loss for loss, _ in rest], shares)
         gradients = [
-            _weighted_sum(list(slices), parts)
-            for slices in zip(*[gradients for (_, gradients), _ in parts])
+            _weighted_sum(slices, shares)
+            for slices in zip(*[gradients for _, gradients in rest])
         ]
         self.optimizer.apply(gradients, self.trainable_weights)
         gradient_step.update_loss_metric(self, loss, batch_size)
@@ -211,10 +208,10 @@ class BatchPartsModel(keras.Model):
         inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
         )
-        predictions, parts, batch_size = self._in_parts(
+        predictions, rest, shares, batch_size = self._in_parts(
             self._test_program, (inputs, labels, sample_weight)
         )
-        loss = _weighted_sum([loss for (loss,), _ in parts], parts)
+        loss = _weighted_sum([loss for (loss,) in rest], shares)
         gradient_step.update_loss_metric(self, loss, batch_size)
         return self.compute_metrics(inputs, labels, predictions, sample_weight)
 
@@ -222,7 +219,7 @@ class BatchPartsModel(keras.Model):
         if self.parts == 1:
             return super().predict_step(data)
         inputs, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        predictions, _, _ = self._in_parts(self._predict_program, (inputs,))
+        predictions = self._in_parts(self._predict_program, (inputs,))[0]
         return predictions
 
     def get_config(self):
@@ -250,13 +247,12 @@ def _nothing(part):
     )
 
 
-def _weighted_sum(values, parts):
-    """`sum_k share_k values_k` over the slices (`parts` as
-    `BatchPartsModel._in_parts` gives them)."""
+def _weighted_sum(values, shares):
+    """`sum_k share_k values_k` over the slices."""
     return tf.add_n(
         [
             value * tf.cast(share, value.dtype)
-            for value, (_, share) in zip(values, parts)
+            for value, share in zip(values, shares)
         ]
     )
 

@@ -102,9 +102,9 @@ class BatchPartsModelTest(tf.test.TestCase):
         # 11 examples in batches of 4: slices of 2 and 2, and of 2 and 1
         # for the last batch (3 slices: 2, 1 and 1; 1, 1 and 1).
         images, labels, weights = data(11)
-        for jit_compile in (True, False):
-            whole = compile_model(capsule_classifier(), jit_compile)
-            want = whole.evaluate(
+
+        def evaluate(model):
+            return model.evaluate(
                 images,
                 labels,
                 sample_weight=weights,
@@ -112,6 +112,10 @@ class BatchPartsModelTest(tf.test.TestCase):
                 verbose=0,
                 return_dict=True,
             )
+
+        for jit_compile in (True, False):
+            whole = compile_model(capsule_classifier(), jit_compile)
+            want = evaluate(whole)
             want_predictions = whole.predict(images, batch_size=4, verbose=0)
             for parts in (2, 3):
                 with self.subTest(jit_compile=jit_compile, parts=parts):
@@ -119,14 +123,7 @@ class BatchPartsModelTest(tf.test.TestCase):
                         recipes.BatchPartsModel(capsule_classifier(), parts),
                         jit_compile,
                     )
-                    got = model.evaluate(
-                        images,
-                        labels,
-                        sample_weight=weights,
-                        batch_size=4,
-                        verbose=0,
-                        return_dict=True,
-                    )
+                    got = evaluate(model)
                     self.assertAllClose(got["loss"], want["loss"], rtol=1e-5)
                     self.assertAllClose(got["accuracy"], want["accuracy"])
                     self.assertAllClose(
