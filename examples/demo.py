@@ -71,13 +71,16 @@ _PROJECTION_DIM = 64
 _SPLITS = ("train", "validation", "test", "test_novel")
 
 
-def load_features(train_size, seed):
-    """Procedural images, projected on the training set's top directions."""
+def load_features(train_size, seed, test_size=None):
+    """Procedural images, projected on the training set's top directions;
+    `test_size`: only the first images of each test split (all if None)."""
     raw = {
         split: datasets.load_procedural_shapes(split, seed=seed)
         for split in _SPLITS
     }
     raw["train"] = {k: v[:train_size] for k, v in raw["train"].items()}
+    for split in ("test", "test_novel"):
+        raw[split] = {k: v[:test_size] for k, v in raw[split].items()}
     projection = datasets.PrincipalProjection(_PROJECTION_DIM, center=False)
     projection.fit(raw["train"]["image"])
     features = {
@@ -331,7 +334,9 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     runs.set_up(**DEFAULTS)
-    raw, features = load_features(runs.TRAIN_SIZE.value, runs.SEED.value)
+    raw, features = load_features(
+        runs.TRAIN_SIZE.value, runs.SEED.value, runs.TEST_SIZE.value
+    )
     planned = [
         ("capsule regression, multiclass", "em", 2, "multiclass"),
         ("capsule regression, multiclass", "em", 8, "multiclass"),

@@ -185,14 +185,16 @@ def free_form_learning_rate():
 def free_form_inference(model, images):
     """`trainers.free_form_inference` of `images` by `--free_form_steps`
     steps of `--free_form_optimizer` at `free_form_learning_rate()`,
-    refining `--free_form_parts` (`--free_form_recompute_top_layer`): the
-    latents and the bound per step."""
+    refining `--free_form_parts` (`--free_form_recompute_top_layer`),
+    each step compiled as `--jit_compile` says: the latents and the bound
+    per step."""
     return trainers.free_form_inference(
         model,
         images,
         num_steps=_FREE_FORM_STEPS.value,
         learning_rate=free_form_learning_rate(),
         seed=runs.SEED.value,
+        jit_compile=runs.use_xla(),
         refined_parts=tuple(_FREE_FORM_PARTS.value),
         recompute_top_layer=_FREE_FORM_RECOMPUTE_TOP.value,
         optimizer=_FREE_FORM_OPTIMIZER.value,

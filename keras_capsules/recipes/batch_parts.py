@@ -44,8 +44,11 @@ class BatchPartsModel(keras.Model):
     scaling under `mixed_float16` is the optimizer's, as in Keras's step.
     `evaluate` and `predict` take their batches in slices the same way
     (each slice's forward pass and loss one program); calling the model
-    (`model(x)`, a SavedModel's signature) runs `model` whole. On a GPU or
-    TPU one program already fills the device: keep `parts=1` there.
+    (`model(x)`, a SavedModel's signature) runs `model` whole. Under a
+    `tf.distribute` strategy each replica takes its own rows of the batch
+    in `parts` slices, and the replicas' gradients are summed as in
+    Keras's step. On a GPU or TPU one program already fills the device:
+    keep `parts=1` there.
 
     Layers that use batch statistics see each slice alone, as on the
     replicas of a `tf.distribute` strategy without synchronized batch

@@ -81,6 +81,7 @@ class ExamplesTest(tf.test.TestCase):
             matrix_train_size=64,
             generative_train_size=64,
             generative_epochs=1,
+            test_size=200,
         )
         rows = results["rows"]
         self.assertLen(rows, 9)
@@ -88,7 +89,12 @@ class ExamplesTest(tf.test.TestCase):
         self.assertEqual(rows[-1]["model"], "generative capsules (probe)")
         self.assertEqual(rows[0]["steps"], 3)
         for row in rows:
-            self.assertBetween(row["familiar_error"], 0.0, 1.0)
+            # Errors over the first 200 images of each test split.
+            for split in ("familiar_error", "novel_error"):
+                self.assertBetween(row[split], 0.0, 1.0)
+                self.assertAlmostEqual(
+                    row[split] * 200, round(row[split] * 200)
+                )
         for name in (
             "latent_space.png",
             "capsnet_reconstructions.png",
@@ -104,6 +110,9 @@ class ExamplesTest(tf.test.TestCase):
             "model_dir": directory,
             "train_size": 300,
             "matrix_train_size": 64,
+            "test_size": 100,
+            # What is tested is the choice of rows, not their compilation.
+            "jit_compile": "false",
         }
         results = run_demo(only=["matrix"], **settings)
         self.assertEqual(

@@ -3,7 +3,10 @@ evaluation and predictions that Keras's own steps give on the whole
 batch."""
 
 import os
+import subprocess
+import sys
 import tempfile
+import textwrap
 
 import keras
 import numpy as np
@@ -198,6 +201,55 @@ class BatchPartsModelTest(tf.test.TestCase):
         )
         for got, want in zip(loaded.weights, model.weights):
             self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+
+    def test_replicas_of_a_mirrored_strategy_take_their_rows_in_parts(self):
+        # Two CPU replicas need their devices set before TensorFlow starts:
+        # a process of its own. Each replica's 9 rows go in 3 slices, the
+        # last batch's 2 rows in 1, 1 and an empty slice; the run must end
+        # where one device, whole batches, ends.
+        script = textwrap.dedent("""
+            import numpy as np, tensorflow as tf
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+            from keras_capsules import recipes
+            from tests.recipes.test_batch_parts import (
+                capsule_classifier, compile_model, data)
+            images, labels, weights = data(40)
+            batches = tf.data.Dataset.from_tensor_slices(
+                (images, labels, weights)).batch(18)
+
+            def run(model):
+                history = model.fit(batches, epochs=2, verbose=0)
+                return (
+                    [w.numpy() for w in model.trainable_weights],
+                    history.history["loss"],
+                    model.evaluate(batches, verbose=0),
+                    model.predict(images, batch_size=18, verbose=0),
+                )
+
+            want = run(compile_model(capsule_classifier(), True))
+            strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+            with strategy.scope():
+                model = compile_model(
+                    recipes.BatchPartsModel(capsule_classifier(), parts=3),
+                    True)
+            got = run(model)
+            for a, b in zip(got[0], want[0]):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            for a, b in zip(got[1:], want[1:]):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            assert not np.allclose(
+                want[0][0], capsule_classifier().trainable_weights[0])
+            print("replicas", strategy.num_replicas_in_sync)
+        """)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        self.assertIn("replicas 2", result.stdout, result.stderr[-3000:])
 
     def test_rejects_parts_that_are_not_positive_ints(self):
         for parts in (0, -1, 1.5, True, "2"):
