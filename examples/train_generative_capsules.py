@@ -182,15 +182,15 @@ def free_form_learning_rate():
     return trainers.FREE_FORM_LEARNING_RATES[_FREE_FORM_OPTIMIZER.value]
 
 
-def free_form_inference(model, images):
-    """`trainers.free_form_inference` of `images` by `--free_form_steps`
-    steps of `--free_form_optimizer` at `free_form_learning_rate()`,
-    refining `--free_form_parts` (`--free_form_recompute_top_layer`),
-    each step compiled as `--jit_compile` says: the latents and the bound
-    per step."""
-    return trainers.free_form_inference(
+def free_form_inference(model):
+    """The `trainers.FreeFormInference` of `model` the flags ask for:
+    `--free_form_steps` steps of `--free_form_optimizer` at
+    `free_form_learning_rate()`, refining `--free_form_parts`
+    (`--free_form_recompute_top_layer`), each step compiled as
+    `--jit_compile` says. Called on images, it returns their latents and
+    the bound per step; it compiles its step once per batch shape."""
+    return trainers.FreeFormInference(
         model,
-        images,
         num_steps=_FREE_FORM_STEPS.value,
         learning_rate=free_form_learning_rate(),
         seed=runs.SEED.value,
@@ -212,10 +212,11 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
     count = _FREE_FORM_EXAMPLES.value
     sets = {"train": (probe_images, probe_labels), **test_sets}
     amortised, free_form, labels, bounds = {}, {}, {}, {}
+    infer = free_form_inference(model)  # One step for sets of one size.
     for name, (images, set_labels) in sets.items():
         images, labels[name] = images[:count], set_labels[:count]
         amortised[name] = models.top_layer_features(model.encode(images))
-        latents, history = free_form_inference(model, images)
+        latents, history = infer(images)
         free_form[name] = models.top_layer_features(latents)
         bounds[name] = {  # one-sample estimates: average the last 5
             "before": round(history[0], 1),
@@ -258,7 +259,7 @@ def write_figures(model, test_sets, model_dir):
     images = np.stack([test_sets[name][0][0] for name in rotations])
     rows = {"input": images, "amortised": np.asarray(model(images))}
     if _FREE_FORM_STEPS.value:
-        latents, _ = free_form_inference(model, images)
+        latents, _ = free_form_inference(model)(images)
         rows["free form"] = np.asarray(
             model.decoder(
                 [latents["template_presences"], latents["template_poses"]]

@@ -11,6 +11,7 @@ from keras_capsules.trainers.free_form_inference import (
     FREE_FORM_LEARNING_RATES,
     FREE_FORM_OPTIMIZERS,
     REFINED_PARTS,
+    FreeFormInference,
     free_form_inference,
 )
 from keras_capsules.trainers.linear_probe import linear_probe_accuracy
@@ -20,6 +21,7 @@ __all__ = [
     "CapsuleRegressionEM",
     "FREE_FORM_LEARNING_RATES",
     "FREE_FORM_OPTIMIZERS",
+    "FreeFormInference",
     "PAPER_PATIENCE",
     "PAPER_THRESHOLDS",
     "REFINED_PARTS",

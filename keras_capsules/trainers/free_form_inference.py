@@ -84,112 +84,211 @@ def free_form_inference(
         (posterior modes), and the batch-mean bound before every step,
         `(num_steps,)`.
     """
-    if num_steps < 1:
-        raise ValueError(
-            f"`free_form_inference` expects `num_steps` >= 1. Received: "
-            f"num_steps={num_steps}."
-        )
-    if optimizer not in FREE_FORM_OPTIMIZERS:
-        raise ValueError(
-            f"`free_form_inference` expects `optimizer` in "
-            f"{FREE_FORM_OPTIMIZERS}. Received: optimizer={optimizer!r}."
-        )
-    if learning_rate is None:
-        learning_rate = FREE_FORM_LEARNING_RATES[optimizer]
-    if isinstance(refined_parts, str):
-        refined_parts = (refined_parts,)
-    unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
-    if unknown or not refined_parts:
-        raise ValueError(
-            f"`free_form_inference` expects `refined_parts` to be a "
-            f"non-empty subset of {REFINED_PARTS}. Received: "
-            f"refined_parts={tuple(refined_parts)}."
-        )
-    images = tf.convert_to_tensor(images, tf.float32)
-    template_parameters = keras.Variable(
-        tf.cast(autoencoder.template_encoder(images), tf.float32)
-    )
-    templates = autoencoder.posterior_from_parameters(
-        template_parameters
-    ).mode()
-    top_parameters = tf.cast(
-        autoencoder.top_encoder(autoencoder.template_capsules(templates)),
-        tf.float32,
-    )
+    return FreeFormInference(
+        autoencoder,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        seed=seed,
+        jit_compile=jit_compile,
+        refined_parts=refined_parts,
+        recompute_top_layer=recompute_top_layer,
+        optimizer=optimizer,
+    )(images)
 
-    # A single parent's posterior is exact given the templates: computed.
-    recompute_top_layer = recompute_top_layer or (
-        autoencoder.top_posterior_family == "single_parent"
-    )
 
-    def top_posterior_of(parameters, templates):
-        if recompute_top_layer:
-            return autoencoder.top_posterior_from_parameters(
+class FreeFormInference:
+    """`free_form_inference` with fixed settings, for several batches of
+    images: each batch shape's variational parameters, optimizer and
+    compiled step are made by the first call and reused by later ones,
+    so a step is traced (and compiled by XLA) once per shape, not once
+    per call. Every call starts afresh from the encoders' output, with
+    the optimizer's state reset: the same results as
+    `free_form_inference`. The model's weights are read at every step, so
+    the object stays valid while the model trains.
+
+    Args:
+        autoencoder, num_steps, learning_rate, seed, jit_compile,
+            refined_parts, recompute_top_layer, optimizer: as for
+            `free_form_inference`.
+
+    Call arguments:
+        images: `(batch, H, W, C)`.
+
+    Returns, for each call, `(latents, elbo_history)` as
+    `free_form_inference`.
+    """
+
+    def __init__(
+        self,
+        autoencoder,
+        num_steps=100,
+        learning_rate=None,
+        seed=0,
+        jit_compile=True,
+        refined_parts=REFINED_PARTS,
+        recompute_top_layer=False,
+        optimizer="gradient_ascent",
+    ):
+        if num_steps < 1:
+            raise ValueError(
+                f"`free_form_inference` expects `num_steps` >= 1. Received: "
+                f"num_steps={num_steps}."
+            )
+        if optimizer not in FREE_FORM_OPTIMIZERS:
+            raise ValueError(
+                f"`free_form_inference` expects `optimizer` in "
+                f"{FREE_FORM_OPTIMIZERS}. Received: optimizer={optimizer!r}."
+            )
+        if isinstance(refined_parts, str):
+            refined_parts = (refined_parts,)
+        unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
+        if unknown or not refined_parts:
+            raise ValueError(
+                f"`free_form_inference` expects `refined_parts` to be a "
+                f"non-empty subset of {REFINED_PARTS}. Received: "
+                f"refined_parts={tuple(refined_parts)}."
+            )
+        self.autoencoder = autoencoder
+        self.num_steps = num_steps
+        self.learning_rate = (
+            FREE_FORM_LEARNING_RATES[optimizer]
+            if learning_rate is None
+            else learning_rate
+        )
+        self.seed = seed
+        self.jit_compile = jit_compile
+        self.refined_parts = tuple(refined_parts)
+        # A single parent's posterior is exact given the templates:
+        # computed.
+        self.recompute_top_layer = recompute_top_layer or (
+            autoencoder.top_posterior_family == "single_parent"
+        )
+        self.optimizer = optimizer
+        self._programs = {}  # images' shape: _Program
+
+    def __call__(self, images):
+        autoencoder = self.autoencoder
+        images = tf.convert_to_tensor(images, tf.float32)
+        template_parameters = tf.cast(
+            autoencoder.template_encoder(images), tf.float32
+        )
+        templates = autoencoder.posterior_from_parameters(
+            template_parameters
+        ).mode()
+        top_parameters = tf.cast(
+            autoencoder.top_encoder(autoencoder.template_capsules(templates)),
+            tf.float32,
+        )
+        if not self.recompute_top_layer:  # Start where computed steps end.
+            computed = autoencoder.top_posterior_from_parameters(
+                top_parameters, templates
+            )
+            top_parameters = tf.concat(
+                [
+                    computed.presence_logits[..., None],
+                    computed.pose_means,
+                    top_parameters[..., 1 + distributions.POSE_DIM :],
+                ],
+                -1,
+            )
+        shape = tuple(images.shape)
+        if shape not in self._programs:
+            self._programs[shape] = _Program(
+                self, images.shape, template_parameters, top_parameters
+            )
+        program = self._programs[shape]
+        program.start(template_parameters, top_parameters)
+        history = [
+            float(
+                program.step(images, tf.constant([self.seed, index], tf.int32))
+            )
+            for index in range(self.num_steps)
+        ]
+        template_posterior = autoencoder.posterior_from_parameters(
+            program.template_parameters
+        )
+        top_posterior = self.top_posterior_of(
+            program.top_parameters, template_posterior.mode()
+        )
+        return autoencoder.latents(template_posterior, top_posterior), history
+
+    def top_posterior_of(self, parameters, templates):
+        """The top layer's posterior from its free `parameters` (computed
+        from `templates` with `recompute_top_layer`)."""
+        if self.recompute_top_layer:
+            return self.autoencoder.top_posterior_from_parameters(
                 parameters, templates
             )
-        return autoencoder.posterior_from_parameters(parameters)
+        return self.autoencoder.posterior_from_parameters(parameters)
 
-    if not recompute_top_layer:  # Start where the computed steps end.
-        computed = autoencoder.top_posterior_from_parameters(
-            top_parameters, templates
-        )
-        top_parameters = tf.concat(
+
+class _Program:
+    """One batch shape's variational parameters (variables), optimizer
+    and step function."""
+
+    def __init__(self, inference, images_shape, template_start, top_start):
+        self.template_parameters = keras.Variable(template_start)
+        self.top_parameters = keras.Variable(top_start)
+        variables = [self.template_parameters, self.top_parameters]
+        if inference.optimizer == "adam":
+            self.step_rule = keras.optimizers.Adam(inference.learning_rate)
+        else:
+            self.step_rule = keras.optimizers.SGD(inference.learning_rate)
+        self.step_rule.build(variables)
+        # What `start` restores: the step count, the rate, zero moments.
+        self.initial_state = [
+            variable.numpy() for variable in self.step_rule.variables
+        ]
+        refined_parts = inference.refined_parts
+        # 1 where a template parameter moves: entry 0 is the presence
+        # logit.
+        template_mask = tf.constant(
             [
-                computed.presence_logits[..., None],
-                computed.pose_means,
-                top_parameters[..., 1 + distributions.POSE_DIM :],
+                "template_presences" in refined_parts,
+                *["template_poses" in refined_parts]
+                * (template_start.shape[-1] - 1),
             ],
-            -1,
+            tf.float32,
         )
-    top_parameters = keras.Variable(top_parameters)
-    # 1 where a template parameter moves: entry 0 is the presence logit.
-    template_mask = tf.constant(
-        [
-            "template_presences" in refined_parts,
-            *["template_poses" in refined_parts]
-            * (template_parameters.shape[-1] - 1),
-        ],
-        tf.float32,
-    )
-    variables = [template_parameters, top_parameters]
-    if optimizer == "adam":
-        step_rule = keras.optimizers.Adam(learning_rate)
-    else:
-        step_rule = keras.optimizers.SGD(learning_rate)
-    step_rule.build(variables)
-    # Every image's parameters follow its own bound: the sum's gradient
-    # (Adam is the same either way, up to its epsilon).
-    images_per_loss = 1.0 if optimizer == "adam" else float(images.shape[0])
+        top_mask = float("top" in refined_parts)
+        # Every image's parameters follow its own bound: the sum's
+        # gradient (Adam is the same either way, up to its epsilon).
+        images_per_loss = (
+            1.0 if inference.optimizer == "adam" else float(images_shape[0])
+        )
+        autoencoder = inference.autoencoder
 
-    @tf.function(jit_compile=jit_compile)
-    def step(step_seed):
-        with tf.GradientTape() as tape:
-            terms = autoencoder.bound(
-                images,
-                autoencoder.posterior_from_parameters(template_parameters),
-                lambda templates: top_posterior_of(top_parameters, templates),
-                step_seed,
+        def step(images, step_seed):
+            with tf.GradientTape() as tape:
+                terms = autoencoder.bound(
+                    images,
+                    autoencoder.posterior_from_parameters(
+                        self.template_parameters
+                    ),
+                    lambda templates: inference.top_posterior_of(
+                        self.top_parameters, templates
+                    ),
+                    step_seed,
+                )
+                elbo = tf.reduce_mean(terms["elbo"])
+                loss = -elbo * images_per_loss
+            template_gradient, top_gradient = tape.gradient(loss, variables)
+            self.step_rule.apply_gradients(
+                [
+                    (template_gradient * template_mask, variables[0]),
+                    (top_gradient * top_mask, variables[1]),
+                ]
             )
-            elbo = tf.reduce_mean(terms["elbo"])
-            loss = -elbo * images_per_loss
-        template_gradient, top_gradient = tape.gradient(loss, variables)
-        step_rule.apply_gradients(
-            [
-                (template_gradient * template_mask, template_parameters),
-                (
-                    top_gradient * float("top" in refined_parts),
-                    top_parameters,
-                ),
-            ]
-        )
-        return elbo
+            return elbo
 
-    history = [
-        float(step(tf.constant([seed, index], tf.int32)))
-        for index in range(num_steps)
-    ]
-    template_posterior = autoencoder.posterior_from_parameters(
-        template_parameters
-    )
-    top_posterior = top_posterior_of(top_parameters, template_posterior.mode())
-    return autoencoder.latents(template_posterior, top_posterior), history
+        self.step = tf.function(step, jit_compile=inference.jit_compile)
+
+    def start(self, template_start, top_start):
+        """Sets the parameters to the encoders' and the optimizer to its
+        state before any step."""
+        self.template_parameters.assign(template_start)
+        self.top_parameters.assign(top_start)
+        for variable, value in zip(
+            self.step_rule.variables, self.initial_state
+        ):
+            variable.assign(value)

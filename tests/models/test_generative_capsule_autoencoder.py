@@ -94,6 +94,35 @@ def test_free_form_inference_raises_the_bound(optimizer, learning_rate):
     assert latents["top_poses"].shape == (8, 3, 6)
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "gradient_ascent"])
+def test_free_form_inference_object_reuses_its_step_and_starts_afresh(
+    optimizer,
+):
+    model = tiny_autoencoder(top_pose_refinement_steps=1)
+    images, others = shapes(8), shapes(16)[8:]
+    settings = {"num_steps": 4, "optimizer": optimizer, "jit_compile": False}
+    infer = trainers.FreeFormInference(model, **settings)
+    # Each call as a fresh `free_form_inference` call: the parameters
+    # start at the encoders' and the optimizer's state (step count,
+    # moments) is reset, on the same images and on others.
+    for batch in (images, others, images):
+        latents, history = infer(batch)
+        want_latents, want_history = trainers.free_form_inference(
+            model, batch, **settings
+        )
+        np.testing.assert_allclose(history, want_history, rtol=1e-6)
+        for key, value in want_latents.items():
+            np.testing.assert_allclose(
+                latents[key], value, rtol=1e-5, atol=1e-6, err_msg=key
+            )
+    assert history[-1] != history[0]  # The steps moved the parameters.
+    # One step function per batch shape, traced once for all its calls.
+    infer(shapes(4))
+    programs = infer._programs
+    assert sorted(programs) == [(4, 16, 16, 1), (8, 16, 16, 1)]
+    assert programs[(8, 16, 16, 1)].step.experimental_get_tracing_count() == 1
+
+
 @pytest.mark.parametrize(
     "options",
     [
