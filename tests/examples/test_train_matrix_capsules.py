@@ -78,6 +78,8 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             test_size=16,
             batch_size=16,
             epochs=1,
+            # What is tested is the recipe's settings, not compilation.
+            jit_compile="false",
             model_dir=directory,
         )
         self.assertEqual(results["flags"]["margin_schedule"], "sigmoid")
