@@ -89,8 +89,8 @@ BATCH_PARTS = flags.DEFINE_integer(
     1,
     "Train and evaluate each batch in this many slices, each an XLA "
     "program of its own, which a CPU runs side by side "
-    "(`recipes.BatchPartsModel`; 2 on two cores). Used by train.py and "
-    "train_matrix_capsules.py.",
+    "(`recipes.BatchPartsModel`; 2 on two cores). Used by train.py, "
+    "train_matrix_capsules.py and the demo's matrix-capsule row.",
     lower_bound=1,
 )
 MIXED_PRECISION = flags.DEFINE_enum(

@@ -114,10 +114,15 @@ class ExamplesTest(tf.test.TestCase):
             # What is tested is the choice of rows, not their compilation.
             "jit_compile": "false",
         }
-        results = run_demo(only=["matrix"], **settings)
+        results = run_demo(only=["matrix"], batch_parts=2, **settings)
         self.assertEqual(
             [row["model"] for row in results["rows"]],
             ["matrix capsules, EM routing"],
+        )
+        # Trained in batch parts, its figure drawn from the model inside.
+        self.assertEqual(results["flags"]["batch_parts"], 2)
+        self.assertTrue(
+            os.path.exists(os.path.join(directory, "em_vote_distances.png"))
         )
         self.assertEqual(results["flags"]["max_iterations"], 400)
         self.assertFalse(
