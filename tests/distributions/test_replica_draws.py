@@ -3,14 +3,11 @@
 batch, so a multi-worker run of the generative model is the one-process
 run (issue 17)."""
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import tensorflow as tf
 
 from keras_capsules import distributions
+from tests.fresh_process import TWO_CPU_DEVICES, run_python
 
 
 def posterior(batch, temperature=0.5, seed=0):
@@ -65,11 +62,10 @@ class ShareOfBatchTest(tf.test.TestCase):
     def test_replicas_draw_the_one_process_noise(self):
         # Two logical CPUs: configured before TensorFlow starts, so in a
         # process of its own. Batches of 6 and of 5 (split unevenly).
-        script = textwrap.dedent("""
-            import numpy as np, tensorflow as tf
-            cpu = tf.config.list_physical_devices("CPU")[0]
-            tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        result = run_python(
+            TWO_CPU_DEVICES,
+            """
+            import numpy as np
             from keras_capsules import distributions
             from keras_capsules.recipes import gradient_step
             from tests.distributions.test_replica_draws import posterior
@@ -96,12 +92,7 @@ class ShareOfBatchTest(tf.test.TestCase):
                     draw(*parts).numpy(),  # one replica: the whole batch
                     rtol=1e-6)
             print("equal")
-        """)
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=300,
+            """,
         )
         self.assertIn("equal", result.stdout, result.stderr[-3000:])
         self.assertIn("sizes [3, 2]", result.stdout)

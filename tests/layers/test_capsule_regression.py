@@ -3,10 +3,7 @@
 import doctest
 import importlib
 import os
-import subprocess
-import sys
 import tempfile
-import textwrap
 
 import keras
 import numpy as np
@@ -14,6 +11,7 @@ import tensorflow as tf
 
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers import CapsuleRegression
+from tests.fresh_process import run_python
 
 
 def toy_problem(n=240, p=6, m=3, seed=0):
@@ -91,7 +89,7 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
         model.export(export_path)
         np.save(os.path.join(directory, "x.npy"), x[:4])
         np.save(os.path.join(directory, "expected.npy"), model(x[:4]))
-        script = textwrap.dedent(f"""
+        result = run_python(f"""
             import numpy as np, tensorflow as tf, keras
             import keras_capsules  # noqa: registers the layer
             x = np.load({os.path.join(directory, "x.npy")!r})
@@ -101,13 +99,7 @@ class CapsuleRegressionLayerTest(tf.test.TestCase):
             loaded = keras.models.load_model({keras_path!r})
             np.testing.assert_allclose(loaded(x), expected, rtol=1e-6)
             print("served")
-        """)
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+            """)
         self.assertIn("served", result.stdout, result.stderr[-2000:])
 
     def test_docstring_example_runs(self):

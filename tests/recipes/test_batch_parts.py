@@ -3,10 +3,7 @@ evaluation and predictions that Keras's own steps give on the whole
 batch."""
 
 import os
-import subprocess
-import sys
 import tempfile
-import textwrap
 
 import keras
 import numpy as np
@@ -14,6 +11,7 @@ import tensorflow as tf
 
 from keras_capsules import layers, recipes
 from keras_capsules.recipes.batch_parts import part_bounds
+from tests.fresh_process import TWO_CPU_DEVICES, run_python
 
 
 def capsule_classifier(seed=0):
@@ -207,11 +205,10 @@ class BatchPartsModelTest(tf.test.TestCase):
         # a process of its own. Each replica's 9 rows go in 3 slices, the
         # last batch's 2 rows in 1, 1 and an empty slice; the run must end
         # where one device, whole batches, ends.
-        script = textwrap.dedent("""
-            import numpy as np, tensorflow as tf
-            cpu = tf.config.list_physical_devices("CPU")[0]
-            tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        result = run_python(
+            TWO_CPU_DEVICES,
+            """
+            import numpy as np
             from keras_capsules import recipes
             from tests.recipes.test_batch_parts import (
                 capsule_classifier, compile_model, data)
@@ -242,12 +239,7 @@ class BatchPartsModelTest(tf.test.TestCase):
             assert not np.allclose(
                 want[0][0], capsule_classifier().trainable_weights[0])
             print("replicas", strategy.num_replicas_in_sync)
-        """)
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=300,
+            """,
         )
         self.assertIn("replicas 2", result.stdout, result.stderr[-3000:])
 

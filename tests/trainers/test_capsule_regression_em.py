@@ -1,10 +1,7 @@
 """The EM trainer against NumPy versions of eqs. 22, 26 and 28."""
 
 import os
-import subprocess
-import sys
 import tempfile
-import textwrap
 
 import numpy as np
 import tensorflow as tf
@@ -12,6 +9,7 @@ import tensorflow as tf
 from keras_capsules import ops as capsule_ops
 from keras_capsules import trainers
 from keras_capsules.trainers import architectures
+from tests.fresh_process import TWO_CPU_DEVICES, run_python
 
 
 def toy_data(n=600, p=8, classes=3, seed=0):
@@ -213,11 +211,10 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             trainers.CapsuleRegressionEM(4, 2).fit(as_dataset(x, y), verbose=0)
 
     def test_sums_agree_under_mirrored_strategy(self):
-        script = textwrap.dedent("""
-            import numpy as np, tensorflow as tf
-            cpu = tf.config.list_physical_devices("CPU")[0]
-            tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        result = run_python(
+            TWO_CPU_DEVICES,
+            """
+            import numpy as np
             from keras_capsules import trainers
             rng = np.random.default_rng(0)
             y = rng.integers(0, 3, 256)
@@ -234,12 +231,7 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
                 updated, _ = mirrored.em_update(data, kernel, 0.0)
             np.testing.assert_allclose(updated, expected, rtol=1e-4, atol=1e-6)
             print("replicas", strategy.num_replicas_in_sync)
-        """)
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=300,
+            """,
         )
         self.assertIn("replicas 2", result.stdout, result.stderr[-3000:])
 
