@@ -131,12 +131,12 @@ class FreeFormInference:
     ):
         if num_steps < 1:
             raise ValueError(
-                f"`free_form_inference` expects `num_steps` >= 1. Received: "
+                f"Free-form inference expects `num_steps` >= 1. Received: "
                 f"num_steps={num_steps}."
             )
         if optimizer not in FREE_FORM_OPTIMIZERS:
             raise ValueError(
-                f"`free_form_inference` expects `optimizer` in "
+                f"Free-form inference expects `optimizer` in "
                 f"{FREE_FORM_OPTIMIZERS}. Received: optimizer={optimizer!r}."
             )
         if isinstance(refined_parts, str):
@@ -144,7 +144,7 @@ class FreeFormInference:
         unknown = sorted(set(refined_parts) - set(REFINED_PARTS))
         if unknown or not refined_parts:
             raise ValueError(
-                f"`free_form_inference` expects `refined_parts` to be a "
+                f"Free-form inference expects `refined_parts` to be a "
                 f"non-empty subset of {REFINED_PARTS}. Received: "
                 f"refined_parts={tuple(refined_parts)}."
             )

@@ -666,6 +666,8 @@ def test_free_form_inference_rejects_an_unknown_optimizer():
         trainers.free_form_inference(
             tiny_autoencoder(), shapes(2), num_steps=1, optimizer="sgd"
         )
+    with pytest.raises(ValueError, match="optimizer='sgd'"):
+        trainers.FreeFormInference(tiny_autoencoder(), optimizer="sgd")
 
 
 @pytest.mark.parametrize("refined_parts", [(), ("top", "templates")])
@@ -676,4 +678,8 @@ def test_free_form_inference_rejects_unknown_parts(refined_parts):
             shapes(2),
             num_steps=1,
             refined_parts=refined_parts,
+        )
+    with pytest.raises(ValueError, match="refined_parts"):
+        trainers.FreeFormInference(
+            tiny_autoencoder(), refined_parts=refined_parts
         )
