@@ -401,6 +401,11 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             )
         )
 
+    def make_train_function(self, force=False):
+        # The step takes seconds to trace; trace it once, not twice.
+        gradient_step.build_optimizer(self)
+        return super().make_train_function(force)
+
     def train_step(self, data):
         images = data[0] if isinstance(data, (tuple, list)) else data
         with tf.GradientTape() as tape:

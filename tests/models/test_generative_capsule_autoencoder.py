@@ -55,6 +55,22 @@ def test_training_raises_the_bound():
     assert elbo[-1] > elbo[0] + 50, elbo
 
 
+def test_fit_traces_the_training_step_once():
+    model = tiny_autoencoder()
+    traces = []
+    step = model.train_step
+
+    def counted(data):
+        traces.append(1)
+        return step(data)
+
+    model.train_step = counted
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
+    assert len(traces) == 1
+    assert int(model.optimizer.iterations.numpy()) == 4
+
+
 def test_save_and_load_keep_encoder_and_decoder():
     model = tiny_autoencoder("gaussian")
     images = shapes(4)
