@@ -31,11 +31,17 @@ Under XLA, `xla_planned_mb` is the memory XLA's plan gives the step
 whole allocator blocks and can read up to twice that
 (`bench.measure.xla_planned_memory_mb`).
 
+With `--parts=N` (N > 1) the XLA step cuts the batch into N slices,
+each slice's forward and backward pass an XLA program of its own, which
+TensorFlow runs side by side (`bench.measure.forward_backward_step_in_
+parts`; the layer's step as `recipes.BatchPartsModel` trains it); the
+lines then carry `parts`.
+
 The first line is the machine's (`matmul_gflops`, `copy_gb_per_s`).
 Measures; never asserts.
 
 Usage: python -m bench.routing [--repeats=3] [--modes=eager,graph,xla]
-    [--shapes=...]
+    [--shapes=...] [--parts=1]
 """
 
 import json
@@ -126,6 +132,11 @@ SHAPES = {
 
 
 _SHAPE_NAMES = flags.DEFINE_list("shapes", list(SHAPES), "Shapes to run.")
+_PARTS = flags.DEFINE_integer(
+    "parts",
+    1,
+    "Under XLA, the batch cut into this many programs run side by side.",
+)
 
 
 def flops_per_example(shape):
@@ -146,13 +157,20 @@ def run_case(case):
     with tempfile.TemporaryDirectory() as plans:
         if mode == "xla":
             measure.record_xla_memory_plans(plans)
-        step = measure.forward_backward_step(shape["layer"](), inputs, mode)
+        if mode == "xla" and _PARTS.value > 1:
+            step = measure.forward_backward_step_in_parts(
+                shape["layer"](), inputs, _PARTS.value
+            )
+        else:
+            step = measure.forward_backward_step(shape["layer"](), inputs, mode)
         timing = measure.time_step(step, shape["batch"], _REPEATS.value)
         if mode == "xla":
             timing["xla_planned_mb"] = measure.xla_planned_memory_mb(plans)
         timing["empty_step_seconds"] = measure.empty_step_seconds(
             inputs, mode, _REPEATS.value
         )
+    if mode == "xla" and _PARTS.value > 1:
+        timing["parts"] = _PARTS.value
     return {"name": f"routing_{name}", "mode": mode, **timing}
 
 
@@ -194,7 +212,7 @@ def main(argv):
             for name in _SHAPE_NAMES.value
             for mode in _MODES.value
         ],
-        [f"--repeats={_REPEATS.value}"],
+        [f"--repeats={_REPEATS.value}", f"--parts={_PARTS.value}"],
         annotate=lambda case, result: with_bounds(
             result, case.split(":")[0], limits
         ),
