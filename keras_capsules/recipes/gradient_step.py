@@ -43,12 +43,13 @@ def build_optimizer(model):
     weights now, before Keras traces the training step, when the model
     has its weights and the optimizer has none yet (otherwise nothing).
 
-    Keras builds the optimizer in the first trace of `train_step` (with
-    one replica), and `tf.function` traces a function that creates
-    variables a second time, so a model whose step is slow to trace pays
-    for it twice. Keras builds it the same way after loading a saved
-    model (`compile_from_config`). Metrics given to `compile` are still
-    built in the first trace, so only a model that tracks its own metrics
+    Keras builds the optimizer in the first trace of `train_step` (for a
+    model made outside a `tf.distribute` strategy's scope), and
+    `tf.function` traces a function that creates variables a second
+    time, so a model whose step is slow to trace pays for it twice.
+    Keras builds it the same way after loading a saved model
+    (`compile_from_config`). Metrics given to `compile` are still built
+    in the first trace, so only a model that tracks its own metrics
     saves the trace.
     """
     optimizer = getattr(model, "optimizer", None)
