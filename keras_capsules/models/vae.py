@@ -88,6 +88,14 @@ class VariationalAutoencoder(keras.Model):
         kl = 0.5 * ops.sum(mean**2 + std**2 - 1.0 - 2.0 * ops.log(std), axis=-1)
         return reconstruction + kl
 
+    def make_train_function(self, force=False):
+        # Weights and optimizer made before the trace: traced once, not
+        # twice (`gradient_step.build_optimizer`).
+        if not self.built:
+            self.build()
+        gradient_step.build_optimizer(self)
+        return super().make_train_function(force)
+
     def train_step(self, data):
         images = data[0] if isinstance(data, (tuple, list)) else data
         with tf.GradientTape() as tape:

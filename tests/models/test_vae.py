@@ -1,4 +1,5 @@
-"""The VAE baseline: its bound falls in training; it saves and loads."""
+"""The VAE baseline: its bound falls in training; it saves and loads;
+`fit` traces its step once."""
 
 import os
 import tempfile
@@ -25,3 +26,20 @@ def test_trains_saves_and_encodes():
     vae.save(path)
     restored = keras.models.load_model(path)
     np.testing.assert_allclose(restored(images[:5]), vae(images[:5]), atol=1e-6)
+
+
+def test_fit_traces_the_training_step_once_without_a_build_first():
+    vae = models.VariationalAutoencoder((8, 8, 1), latent_dim=2, seed=0)
+    traces = []
+    step = vae.train_step
+
+    def counted(data):
+        traces.append(1)
+        return step(data)
+
+    vae.train_step = counted
+    vae.compile(optimizer=keras.optimizers.Adam(1e-3))
+    images = np.random.default_rng(0).uniform(size=(32, 8, 8, 1))
+    vae.fit(images.astype("float32"), batch_size=16, epochs=2, verbose=0)
+    assert len(traces) == 1
+    assert int(vae.optimizer.iterations.numpy()) == 4
