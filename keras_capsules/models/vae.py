@@ -92,7 +92,8 @@ class VariationalAutoencoder(keras.Model):
         # Weights and optimizer made before the trace: traced once, not
         # twice (`gradient_step.build_optimizer`).
         if not self.built:
-            self.build()
+            with self.distribute_strategy.scope():
+                self.build()
         gradient_step.build_optimizer(self)
         return super().make_train_function(force)
 

@@ -19,7 +19,7 @@ def vote_distances(model, images, layer_name="class_capsules"):
     `(batch, n_in, n_out)`: `|V_ij - mu_j|` (Euclidean over the 16 pose
     entries) and `R_ij`."""
     layer = model.get_layer(layer_name)
-    inputs = keras.Model(model.inputs, layer.input)(images)
+    inputs = keras.Model(model.input, layer.input)(images)
     activations, poses = (ops.cast(x, "float32") for x in inputs)
     votes = layer.votes(poses)
     batch = ops.shape(votes)[0]

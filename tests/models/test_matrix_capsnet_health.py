@@ -2,6 +2,8 @@
 can learn (some clearly off, some on, none saturated) and class routing
 not yet committed, on random and on procedural images."""
 
+import warnings
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -25,7 +27,9 @@ def health(recipe, kind, iterations=3):
     model = models.small_matrix_capsnet(
         input_shape=(28, 28, 1), recipe=recipe, num_iterations=iterations
     )
-    return capsule_health(model, images(kind))
+    with warnings.catch_warnings():  # Keras's, about the inputs, too
+        warnings.simplefilter("error", UserWarning)
+        return capsule_health(model, images(kind))
 
 
 def problems(state):

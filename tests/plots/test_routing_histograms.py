@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -26,12 +27,19 @@ class VoteDistancesTest(tf.test.TestCase):
             self.assertTrue(np.all(distances >= 0))
             self.assertAllClose(routing.sum(-1), np.ones((2, 64)), atol=1e-5)
 
+    def test_routes_without_a_keras_warning(self):
+        # A sub-model over `model.inputs` (a list) called with one tensor
+        # made Keras warn that the inputs' structure did not match.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            plots.vote_distances(self.model, self.images)
+
     def test_last_means_are_the_models_class_poses(self):
         import keras
 
         layer = self.model.get_layer("class_capsules")
-        poses = keras.Model(self.model.inputs, layer.output[1])(self.images)
-        capsules = keras.Model(self.model.inputs, layer.input)(self.images)
+        poses = keras.Model(self.model.input, layer.output[1])(self.images)
+        capsules = keras.Model(self.model.input, layer.input)(self.images)
         votes = np.asarray(layer.votes(capsules[1]))
         distances, _ = plots.vote_distances(self.model, self.images)[-1]
         expected = np.linalg.norm(
