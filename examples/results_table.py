@@ -12,7 +12,9 @@ PAPER_MULTICLASS_D2 = {"mnist": 6.21, "fashion_mnist": 15.14}
 
 def read_results(path):
     """Reads concatenated JSON objects (one per run)."""
-    text, decoder, results = open(path).read(), json.JSONDecoder(), []
+    with open(path) as file:
+        text = file.read()
+    decoder, results = json.JSONDecoder(), []
     position = 0
     while True:
         while position < len(text) and text[position].isspace():

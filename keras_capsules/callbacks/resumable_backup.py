@@ -143,6 +143,9 @@ class ResumableBackup(keras.callbacks.Callback):
             self._restore(model)
             return self.history
         callbacks = [self, *callbacks]
+        # The epochs come ordered by `epoch_batches`; Keras would only warn
+        # that its default `shuffle=True` does nothing to a dataset.
+        kwargs = {"shuffle": False, **kwargs}
         self._resuming_within_epochs = True
         try:
             if step:  # The rest of the interrupted epoch.

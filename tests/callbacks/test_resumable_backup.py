@@ -4,6 +4,7 @@ short is never loaded."""
 
 import os
 import tempfile
+import warnings
 
 import keras
 import numpy as np
@@ -112,6 +113,14 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
         # Each epoch's metrics cover the whole epoch, restart or not.
         self.assertEqual(sorted(history), ["loss", "mae"])
         self.assertAllClose(history, self.expected_history, rtol=1e-6)
+
+    def test_backup_fit_leaves_keras_nothing_to_warn_about(self):
+        backup_dir = self.create_tempdir().full_path
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            with self.assertRaises(KeyboardInterrupt):
+                train(backup_dir, interrupt_after=3)
+            train(backup_dir)  # the rest of epoch 0, then the others
 
     def test_model_fit_resumes_at_epoch_ends(self):
         backup_dir = self.create_tempdir().full_path
