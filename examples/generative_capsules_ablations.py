@@ -157,6 +157,7 @@ def main(argv):
     for epoch in range(runs.EPOCHS.value):
         epoch_history = model.fit(
             epoch_batches(epoch),
+            shuffle=False,  # ordered by the epoch's number already
             initial_epoch=epoch,
             epochs=epoch + 1,
             # Batches of 32, as its stored lines were measured.

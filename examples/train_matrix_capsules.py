@@ -242,7 +242,13 @@ def train_cnn_baseline(image_shape, num_classes, train, tests):
         jit_compile=runs.use_xla(),
     )
     for epoch in range(_BASELINE_EPOCHS.value):
-        cnn.fit(train(epoch), initial_epoch=epoch, epochs=epoch + 1, verbose=2)
+        cnn.fit(
+            train(epoch),
+            shuffle=False,  # ordered by the epoch's number already
+            initial_epoch=epoch,
+            epochs=epoch + 1,
+            verbose=2,
+        )
     return {
         "parameters": cnn.count_params(),
         "evaluation": runs.evaluate(cnn, tests),

@@ -130,6 +130,7 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             backup = ResumableBackup(backup_dir)
             model.fit(
                 backup.training_data(epoch_batches),
+                shuffle=False,
                 epochs=_EPOCHS,
                 callbacks=[backup, *callbacks],
                 verbose=0,
@@ -211,6 +212,7 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, "backup.fit"):
             make_model().fit(
                 backup.training_data(epoch_batches),
+                shuffle=False,
                 epochs=1,
                 callbacks=[backup],
                 verbose=0,

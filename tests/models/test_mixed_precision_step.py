@@ -131,7 +131,9 @@ def step_update(make, policy, initial_weights=None):
         if initial_weights is not None:
             model.set_weights(initial_weights)
         weights = model.get_weights()
-        before = [np.array(w.numpy(), "float64") for w in model.trainable_weights]
+        before = [
+            np.array(w.numpy(), "float64") for w in model.trainable_weights
+        ]
         # A dynamic loss scale skips the steps whose float16 gradients
         # overflow, halving the scale each time.
         for _ in range(10):
