@@ -27,7 +27,7 @@ def health(recipe, kind, iterations=3):
     model = models.small_matrix_capsnet(
         input_shape=(28, 28, 1), recipe=recipe, num_iterations=iterations
     )
-    with warnings.catch_warnings():  # Keras's, about the inputs, too
+    with warnings.catch_warnings():  # none, Keras's about inputs included
         warnings.simplefilter("error", UserWarning)
         return capsule_health(model, images(kind))
 
