@@ -261,8 +261,14 @@ class ResumableBackup(keras.callbacks.Callback):
             model.optimizer.build(model.trainable_variables)
         folder = os.path.join(self.backup_dir, name)
         try:
-            model.load_weights(os.path.join(folder, _WEIGHTS))
-        except ValueError as error:
+            with warnings.catch_warnings():
+                # Keras only warns when the optimizer's state does not fit
+                # (another optimizer, say) and goes on without it.
+                warnings.filterwarnings(
+                    "error", "Skipping variable loading", UserWarning
+                )
+                model.load_weights(os.path.join(folder, _WEIGHTS))
+        except (ValueError, UserWarning) as error:
             raise ValueError(
                 f"`ResumableBackup` found a backup in {folder} that does "
                 f"not fit this model ({error}). A backup resumes the run "

@@ -188,6 +188,16 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, "does not fit this model"):
             ResumableBackup(backup_dir).fit(model, epoch_batches, _EPOCHS + 1)
 
+    def test_a_backup_of_another_optimizer_is_refused(self):
+        # The same layers with another optimizer: Keras alone would load
+        # the weights, warn, and go on with a fresh optimizer state.
+        backup_dir = self.create_tempdir().full_path
+        train(backup_dir)
+        model = make_model()
+        model.compile(keras.optimizers.SGD(0.05, momentum=0.9), "mse")
+        with self.assertRaisesRegex(ValueError, "does not fit this model"):
+            ResumableBackup(backup_dir).fit(model, epoch_batches, _EPOCHS + 1)
+
     def test_bad_arguments_are_refused(self):
         for arguments, message in (
             ({"backup_dir": ""}, "backup_dir"),
