@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_capsules.ops.arguments import positive_int
+from keras_capsules.recipes import gradient_step
 
 _POINTER = "latest"
 _WEIGHTS = "state.weights.h5"
@@ -257,8 +258,7 @@ class ResumableBackup(keras.callbacks.Callback):
                 "Received an unbuilt model: build it (call it on a batch) "
                 "before training."
             )
-        if model.optimizer is not None and not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
+        gradient_step.build_optimizer(model)  # so its state loads too
         folder = os.path.join(self.backup_dir, name)
         try:
             with warnings.catch_warnings():

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_capsules import datasets, distributions, models, trainers
+from tests.tracing import count_train_step_traces
 
 
 def tiny_autoencoder(pose_posterior="delta", **options):
@@ -57,14 +58,7 @@ def test_training_raises_the_bound():
 
 def test_fit_traces_the_training_step_once():
     model = tiny_autoencoder()
-    traces = []
-    step = model.train_step
-
-    def counted(data):
-        traces.append(1)
-        return step(data)
-
-    model.train_step = counted
+    traces = count_train_step_traces(model)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
     assert len(traces) == 1

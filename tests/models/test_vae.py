@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_capsules import datasets, models
+from tests.tracing import count_train_step_traces
 
 
 def test_trains_saves_and_encodes():
@@ -30,14 +31,7 @@ def test_trains_saves_and_encodes():
 
 def test_fit_traces_the_training_step_once_without_a_build_first():
     vae = models.VariationalAutoencoder((8, 8, 1), latent_dim=2, seed=0)
-    traces = []
-    step = vae.train_step
-
-    def counted(data):
-        traces.append(1)
-        return step(data)
-
-    vae.train_step = counted
+    traces = count_train_step_traces(vae)
     vae.compile(optimizer=keras.optimizers.Adam(1e-3))
     images = np.random.default_rng(0).uniform(size=(32, 8, 8, 1))
     vae.fit(images.astype("float32"), batch_size=16, epochs=2, verbose=0)
