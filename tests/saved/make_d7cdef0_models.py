@@ -1,4 +1,5 @@
-"""Writes the `.keras` files that `test_saved_routing_models.py` loads.
+"""Writes the `.keras` files in `d7cdef0/`, which `test_saved_models.py`
+loads.
 
 Each file holds one small model around one routing layer, saved by the
 library as it was before the routing layers shared a base
@@ -7,7 +8,7 @@ inputs. Re-running this script with a later version overwrites the files
 with that version's; the point of the test is that files written before a
 change still load after it, so run this only to add a new case.
 
-Usage: python -m tests.layers.saved.make_routing_models
+Usage (at commit d7cdef0): python -m tests.saved.make_d7cdef0_models
 """
 
 import os
@@ -17,7 +18,7 @@ import numpy as np
 
 from keras_capsules import layers
 
-DIRECTORY = os.path.dirname(os.path.abspath(__file__))
+DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "d7cdef0")
 
 
 def cases():
