@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # The oldest supported TensorFlow and Keras (constraints-oldest.txt).
 OLDEST_VENV := .venv-oldest
 OLDEST_STAMP := $(OLDEST_VENV)/.installed
+# The documentation site's tools alone (requirements-docs.txt).
+DOCS_VENV := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # conformance checks (.keras, SavedModel, XLA, mixed precision) and the
 # training step that replaces Keras's training function (batch parts).
@@ -14,7 +17,7 @@ SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py
 export TFDS_DATA_DIR ?= $(abspath ../shared/tfds)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test test-oldest test-all lint bench clean
+.PHONY: demo test test-oldest test-all docs lint bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +34,12 @@ $(OLDEST_STAMP): requirements.txt requirements-dev.txt constraints-oldest.txt se
 	$(OLDEST_VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(OLDEST_STAMP)
 
+$(DOCS_STAMP): requirements-docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/pip install --quiet -r requirements-docs.txt
+	touch $(DOCS_STAMP)
+
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.quiet_start examples.demo --model_dir=demo_output
 
@@ -42,6 +51,11 @@ test-oldest: $(OLDEST_STAMP)
 
 test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 -q -m "slow or not slow" tests
+
+# The documentation site in site/; --strict: a broken link, reference or
+# docstring fails the build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check keras_capsules tests examples bench
@@ -56,4 +70,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.generative_capsules
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) demo_output
+	rm -rf $(VENV) $(OLDEST_VENV) $(DOCS_VENV) demo_output site

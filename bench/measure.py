@@ -80,7 +80,7 @@ def page_faults():
     every call: where TensorFlow's CPU allocator hands large buffers back
     to the system when they are freed (its default allocator where oneDNN
     is off, unless `TF_CPU_ALLOCATOR_USE_BFC=true`), a step touches its
-    memory afresh each time (docs/speed.md, "The CPU allocator")."""
+    memory afresh each time (research/speed.md, "The CPU allocator")."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_minflt + usage.ru_majflt
 
@@ -309,7 +309,7 @@ def forward_backward_step_in_parts(layer, inputs, parts):
     (only products and some elementwise loops use both cores), while
     TensorFlow's executor runs independent programs side by side, so this
     is the step with the batch spread over the cores, as data parallelism
-    would spread it (docs/speed.md, "One XLA program or several")."""
+    would spread it (research/speed.md, "One XLA program or several")."""
     batch = tf.nest.flatten(inputs)[0].shape[0]
     if parts < 1 or batch % parts:
         raise ValueError(

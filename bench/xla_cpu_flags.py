@@ -25,7 +25,7 @@ from bench import machine, measure
 # honours NaNs, infinities, division and library functions by default,
 # so it allows only reassociation and fused multiply-adds; even so, EM
 # routing compiled with it loses float32 variances that the two-pass
-# form keeps (README, "Speed against the machine's limits"), so the
+# form keeps (research/speed.md), so the
 # library and its examples use none of these.
 FLAG_SETS = {
     "none": "",

@@ -2,7 +2,7 @@
 model they describe and the training images' pipeline.
 
 The flags' defaults train the paper's bound, except
-`--top_pose_refinement_steps` (README, "Generative capsules"), which each
+`--top_pose_refinement_steps` (docs/guides/generative-capsules.md), which each
 script sets.
 """
 
@@ -83,7 +83,7 @@ TOP_POSE_REFINEMENT_STEPS = flags.DEFINE_integer(
     None,
     "EM steps from the top encoder's poses toward the poses that best "
     "explain the template poses (0: the encoder's poses, the paper's; 3 "
-    "puts the class in the top poses, see the README).",
+    "puts the class in the top poses, see docs/guides/generative-capsules.md).",
 )
 TOP_PRESENCE_REFINEMENT_STEPS = flags.DEFINE_integer(
     "top_presence_refinement_steps",

@@ -7,7 +7,8 @@ probes (Table 1).
    centred on a `--canvas_size` canvas (or shifted by up to
    `--max_shift` pixels). The bound's history per epoch is printed and
    written to `history.csv`, with what the top layer carries
-   (`top_information` and its parts; README, "Is the top layer used?").
+   (`top_information` and its parts; research/generative_capsules.md,
+   "Is the top layer used?").
    The model's flags (`examples/generative_training.py`) switch on the
    options measured there; their defaults train the paper's bound.
 2. Fits a VAE baseline (10-D latent, 128 hidden units) on the same images.

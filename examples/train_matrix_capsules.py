@@ -2,7 +2,7 @@
 Frosst 2018): spread loss, Adam. `--recipe=standardized` (the default:
 standardised costs, 2 iterations) or `--recipe=paper` (Procedure 1 as
 written, 3 iterations); every routing and initialisation flag left unset
-takes the recipe's value (README, "Matrix capsules"). The spread-loss
+takes the recipe's value (docs/guides/matrix-capsules.md). The spread-loss
 margin rises linearly from 0.2 to 0.9 over the run (the paper's text;
 `--margin_schedule=sigmoid` for the official code's).
 
@@ -117,9 +117,9 @@ _MARGIN_SCHEDULE = flags.DEFINE_enum(
     "linear",
     ["linear", "sigmoid"],
     "Spread-loss margin: linear 0.2 -> 0.9 over the run (the paper's "
-    "text; measured best with both recipes, README), or the official "
-    "code's 0.2 + 0.79 sigmoid(min(10, step / 50000 - 4)) of the absolute "
-    "step.",
+    "text; measured best with both recipes, research/matrix_capsules.md), "
+    "or the official code's 0.2 + 0.79 sigmoid(min(10, step / 50000 - 4)) "
+    "of the absolute step.",
 )
 _COORDINATE_ADDITION = flags.DEFINE_boolean(
     "coordinate_addition", True, "Coordinate addition in class capsules."

@@ -44,7 +44,7 @@ class BuildTest(tf.test.TestCase):
 
     def test_every_script_has_a_binary(self):
         text = _build_text()
-        for pattern in ("examples/*.py", "bench/*.py"):
+        for pattern in ("examples/*.py", "bench/*.py", "research/*.py"):
             for path in glob.glob(pattern, root_dir=_ROOT):
                 if path.endswith("__init__.py"):
                     continue

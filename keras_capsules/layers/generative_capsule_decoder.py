@@ -39,7 +39,7 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             Defaults to 1.0. At 1.0 switching a template off costs its
             pose about 6 log(1 / c_ij) nats, so every template stays
             present; near `min_pose_scale` templates switch off in some
-            digits (README, "Is the top layer used?").
+            digits (research/generative_capsules.md, "Is the top layer used?").
         temperature: Concrete temperature of the relaxed presences.
             Defaults to 1.0 (the paper's).
         top_presence_probability: `p` of eq. 1, the prior probability

@@ -64,10 +64,13 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         inverse_temperatures: optional list of `num_iterations` floats; None
             for `inverse_temperatures.default_inverse_temperatures`. Held in
             a non-trainable weight (see `ConvMatrixCapsules`).
-        activation_bias_gain, cost_normalization, variance_floor: how
-            routing turns costs into activations, as for
+        activation_bias_gain: float, as for `ConvMatrixCapsules`.
+            Defaults to the paper's `1.0`.
+        cost_normalization: how routing scales the costs, as for
             `ConvMatrixCapsules` (`"per_child"` counts every input capsule
-            as a child). The defaults are the paper's.
+            as a child). Defaults to the paper's `"none"`.
+        variance_floor: float added to every variance, as for
+            `ConvMatrixCapsules`. Defaults to the paper's 1e-9.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5.
         kernel_regularizer: optional regularizer of `W`.

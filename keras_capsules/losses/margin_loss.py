@@ -28,7 +28,10 @@ class MarginLoss(keras.losses.Loss):
             Defaults to `0.5`.
         from_logits: bool, `y_pred` holds activation logits (the capsule
             contract's, `activation = sigmoid(logit)`). Defaults to `False`.
-        reduction, name, dtype: as for any `keras.losses.Loss`.
+        reduction: how the per-example losses are reduced, as for any
+            `keras.losses.Loss`.
+        name: the loss's name.
+        dtype: the dtype of the loss's computations.
     """
 
     def __init__(

@@ -12,7 +12,10 @@ class ReconstructionLoss(keras.losses.Loss):
     class capsules keep the instantiation parameters of their digit.
 
     Args:
-        reduction, name, dtype: as for any `keras.losses.Loss`.
+        reduction: how the per-example losses are reduced, as for any
+            `keras.losses.Loss`.
+        name: the loss's name.
+        dtype: the dtype of the loss's computations.
 
     Call arguments:
         y_true: `(batch, ...)` images.

@@ -25,7 +25,10 @@ class SpreadLoss(keras.losses.Loss):
         margin: float, the starting margin `m`. Defaults to `0.2`.
         from_logits: bool, `y_pred` holds activation logits (the capsule
             contract's, `activation = sigmoid(logit)`). Defaults to `False`.
-        reduction, name, dtype: as for any `keras.losses.Loss`.
+        reduction: how the per-example losses are reduced, as for any
+            `keras.losses.Loss`.
+        name: the loss's name.
+        dtype: the dtype of the loss's computations.
     """
 
     def __init__(

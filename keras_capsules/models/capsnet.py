@@ -30,9 +30,13 @@ class CapsNet(keras.Model):
     Args:
         image_shape: `(H, W, C)` of the input images, values in [0, 1].
         num_classes: int, class capsules.
-        conv_filters, conv_kernel_size: the first convolution (256, 9).
-        primary_capsule_types, primary_capsule_dim, primary_kernel_size,
-        primary_strides: `PrimaryCapsules` (32, 8, 9, 2).
+        conv_filters: int, channels of the first convolution (256).
+        conv_kernel_size: int, its window (9).
+        primary_capsule_types: int, `PrimaryCapsules` types per position
+            (32).
+        primary_capsule_dim: int, size of each primary capsule (8).
+        primary_kernel_size: int, the primary convolution's window (9).
+        primary_strides: int, the primary convolution's strides (2).
         primary_convolution_algorithm: the primary capsules' convolution
             (`PrimaryCapsules`' `convolution_algorithm`): `"auto"`
             (spectral on a CPU at the paper's sizes), `"direct"` or

@@ -10,8 +10,9 @@ ROUTINGS = ("dynamic", "em", "heinsen", "regression")
 
 # The routing arguments of each family's class capsules, beyond the
 # shared `num_iterations` and `capsule_dim`. EM takes the library's
-# "standardized" recipe (`models.MATRIX_CAPSNET_RECIPES`; README "Matrix
-# capsules"): Procedure 1 as written saturates its activations here. With
+# "standardized" recipe (`models.MATRIX_CAPSNET_RECIPES`;
+# docs/guides/matrix-capsules.md): Procedure 1 as written saturates its
+# activations here. With
 # fewer than 3 classes, whose standardised costs would be constant, it
 # divides the costs by the number of children instead.
 _FAMILY_ARGUMENTS = {

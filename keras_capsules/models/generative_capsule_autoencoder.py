@@ -140,8 +140,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             bound stays a bound. Unbalanced, the parent that fits most
             digits best is trained on them and soon fits every digit
             best (one parent took every MNIST test digit after 2 epochs of
-            the hard choice of `examples.class_parents`; README, "Is the
-            top layer used?"). Evaluation, `encode` and test-time
+            the hard choice of `research.class_parents`;
+            research/generative_capsules.md, "Is the top layer used?").
+            Evaluation, `encode` and test-time
             inference use the exact posterior. 0 (the default): the
             exact posterior in training too.
         seed: int seed of the bound's Monte Carlo draws.

@@ -8,8 +8,9 @@ from keras_capsules.layers import inverse_temperatures as schedules
 from keras_capsules.models.normalization import batch_normalization
 from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
-# Routing and initialisation of each named recipe; README "Matrix capsules"
-# gives the ablations behind "standardized".
+# Routing and initialisation of each named recipe;
+# research/matrix_capsule_ablations.md gives the ablations behind
+# "standardized".
 RECIPES = {
     # The paper's Procedure 1 as written, lambda rising linearly to 0.001.
     "paper": {
@@ -31,7 +32,7 @@ RECIPES = {
     # keeps tiny initial poses from committing every child, assignments
     # smoothed towards uniform so that no parent collapses onto one child
     # (with it 3 iterations learn as fast as 2), and 2 iterations (as
-    # accurate as 3 and faster; README).
+    # accurate as 3 and faster; research/matrix_capsules.md).
     "standardized": {
         "num_iterations": 2,
         "final_inverse_temperature": 1.0,
@@ -92,7 +93,7 @@ def matrix_capsnet(
             `"paper"` (Procedure 1 as written).
         name: model name.
         class_num_iterations: routing iterations of the class capsules
-            alone; None for `num_iterations`. README "Matrix capsules":
+            alone; None for `num_iterations`. research/matrix_capsules.md:
             extra iterations slow early learning in the convolutional
             layers, not in the class capsules.
         class_inverse_temperatures: the class capsules' `lambda` schedule
@@ -105,8 +106,8 @@ def matrix_capsnet(
             `layers.ConvMatrixCapsules`);
             `assignment_smoothing`: the share of each child's uniform
             assignment that every M-step after the first keeps, in every
-            routing layer (README: it lets 3 iterations learn as fast as
-            2);
+            routing layer (research/matrix_capsules.md: it lets 3
+            iterations learn as fast as 2);
             `vote_weight_stddev`: standard deviation of the truncated
             normal initialisation of every vote transformation `W`;
             `primary_activation_bias`: the initial bias of the primary

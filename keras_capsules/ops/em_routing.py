@@ -63,8 +63,8 @@ class ActivationCost:
       collapse. A parent keeps every child with at least `eps` of its
       uniform share, so it cannot shrink onto one child (whose vote would
       then have a density that grows as the variance falls to the floor,
-      and claim the child completely in the next E-step; README "Matrix
-      capsules"). `0` is Procedure 1.
+      and claim the child completely in the next E-step;
+      research/matrix_capsules.md). `0` is Procedure 1.
     """
 
     activation_bias_gain: float = 1.0

@@ -33,7 +33,7 @@ class BatchPartsModel(keras.Model):
 
     TensorFlow's XLA on CPU runs the operations of one compiled program
     one after another, and most passes over capsule votes use one core
-    (README, "Speed against the machine's limits"); two programs called
+    (research/speed.md); two programs called
     from one step run side by side. Here each slice's forward pass, loss
     and gradient is one XLA program (when the model is compiled with
     `jit_compile=True`), and the step that joins them is a `tf.function`:

@@ -7,7 +7,8 @@ from keras_capsules import distributions
 
 REFINED_PARTS = ("template_presences", "template_poses", "top")
 # Each optimizer's default step size, chosen on MNIST digits on a 40x40
-# canvas (the README's "What test-time inference changes in `t0`").
+# canvas (research/generative_capsules_runs.md, "What test-time inference
+# changes in `t0`").
 FREE_FORM_LEARNING_RATES = {"adam": 0.005, "gradient_ascent": 3e-5}
 FREE_FORM_OPTIMIZERS = tuple(FREE_FORM_LEARNING_RATES)
 
@@ -44,14 +45,15 @@ def free_form_inference(
         num_steps: int, the step budget.
         learning_rate: the step size; None takes the optimizer's default,
             `FREE_FORM_LEARNING_RATES`. Adam's, 0.005: poses vary by about
-            0.1 between digits, and on the MNIST model of the README 0.005
-            raised the bound further than 0.05 (1,084 against 1,053 nats
-            per upright test digit after 50 steps) and kept the class in
-            the top layer (probe on `(t0, A0)` 0.89 -> 0.88, against 0.90
-            -> 0.64). Gradient ascent's, 3e-5: on a 32/32-capsule MNIST
-            model 1e-4 and above lowered the bound from the first steps,
-            and 3e-5 raised it furthest in 50 steps (1e-5: 992, 3e-5:
-            1,010, 5e-5: 1,004 nats per training digit, from 915).
+            0.1 between digits, and on the MNIST model of the
+            generative capsules guide 0.005 raised the bound further than
+            0.05 (1,084 against 1,053 nats per upright test digit after 50
+            steps) and kept the class in the top layer (probe on `(t0,
+            A0)` 0.89 -> 0.88, against 0.90 -> 0.64). Gradient ascent's,
+            3e-5: on a 32/32-capsule MNIST model 1e-4 and above lowered
+            the bound from the first steps, and 3e-5 raised it furthest
+            in 50 steps (1e-5: 992, 3e-5: 1,010, 5e-5: 1,004 nats per
+            training digit, from 915).
         seed: int seed of the Monte Carlo draws.
         jit_compile: compile each step with XLA.
         refined_parts: which variational parameters move, a name or a
@@ -106,10 +108,7 @@ class FreeFormInference:
     `free_form_inference`. The model's weights are read at every step, so
     the object stays valid while the model trains.
 
-    Args:
-        autoencoder, num_steps, learning_rate, seed, jit_compile,
-            refined_parts, recompute_top_layer, optimizer: as for
-            `free_form_inference`.
+    Its arguments are those of `free_form_inference` but the images.
 
     Call arguments:
         images: `(batch, H, W, C)`.

@@ -23,7 +23,9 @@ def linear_probe_accuracy(
         train_features: `(n, f)` features of the probe's training set.
         train_labels: `(n,)` int classes.
         test_sets: `{name: (features, labels)}`.
-        epochs, batch_size, learning_rate: Adam training of the probe.
+        epochs: int, passes of Adam over the probe's training set.
+        batch_size: int, examples per step.
+        learning_rate: float, Adam's learning rate.
         seed: int.
 
     Returns:

@@ -7,7 +7,7 @@
 # official margin schedule, without the assignment smoothing that the
 # recipe gained later, as they were measured).
 # One short run per variant, then one JSON line per run.
-# Usage: bash examples/matrix_capsule_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
+# Usage: bash research/matrix_capsule_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
 # VARIANTS="name ..." runs only the named variants.
 set -euo pipefail
 output_dir=$1

@@ -4,7 +4,7 @@
 # or this library's first version differ switched back, one at a time
 # and all together. One run per variant, then one JSON line per run
 # (test accuracy, seconds, and the accuracy after each epoch).
-# Usage: bash examples/heinsen_image_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
+# Usage: bash research/heinsen_image_ablations.sh OUTPUT_DIR [EXTRA_FLAGS...]
 # (for example --dataset=fashion_mnist). VARIANTS="name ..." runs only
 # the named variants.
 set -euo pipefail

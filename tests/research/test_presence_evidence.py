@@ -15,8 +15,8 @@ import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
 
-from examples import presence_evidence
 from keras_capsules import models
+from research import presence_evidence
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
 
-from examples import class_parents
 from keras_capsules import distributions, models
+from research import class_parents
 
 
 @pytest.fixture(scope="module")

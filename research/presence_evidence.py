@@ -27,10 +27,10 @@ of highest evidence alone present, as if each parent stood for one kind
 of digit.
 
 Usage:
-  python -m examples.presence_evidence \
+  python -m research.presence_evidence \
       --model_path=runs/gen32_6ep/model.keras \
       --evidence_weights=0,0.003,0.01,0.03,0.1 \
-      --evidence_output=docs/results/generative_capsules_presence_evidence.jsonl
+      --evidence_output=research/results/generative_capsules_presence_evidence.jsonl
 """
 
 import json
@@ -179,7 +179,7 @@ def main(argv):
         raise app.UsageError(
             "Give `--model_path`, a `.keras` file saved by "
             "`examples.train_generative_capsules` or "
-            "`examples.generative_capsules_ablations --save_to`."
+            "`research.generative_capsules_ablations --save_to`."
         )
     seed = runs.SEED.value
     model = keras.models.load_model(_MODEL_PATH.value)

@@ -42,19 +42,19 @@ that bound on the test digits for four choices of presences: the
 model's own inference (`own`: the top encoder's, with the options it
 was built with), the oracle's (`class`), each digit's parent of highest
 single-parent evidence at the model's own poses (`evidence_single`, as
-`examples.presence_evidence`) and its best single parent
+`research.presence_evidence`) and its best single parent
 (`best_single`, unbalanced); and, for the trained model, which parent
 each test digit's given presences choose, the single-parent report of
-`examples.generative_capsules_ablations`, and linear probes on `t0` and
+`research.generative_capsules_ablations`, and linear probes on `t0` and
 `(t0, A0)` of the model's own inference and on the `(n, n0)` scores
 `score_i` (`choice_scores`).
 
 Usage:
-  python -m examples.class_parents --top_pose_refinement_steps=3 \
+  python -m research.class_parents --top_pose_refinement_steps=3 \
       --top_presence_refinement_steps=1 \
       --class_parents_free_model=runs/ablation_16_2ep/model.keras \
-      --class_parents_output=docs/results/generative_capsules_class_parents.jsonl
-  python -m examples.class_parents --given_presences=best_single \
+      --class_parents_output=research/results/generative_capsules_class_parents.jsonl
+  python -m research.class_parents --given_presences=best_single \
       --equipartition_temperature=1 --binary_top_presence_draws=1 \
       --top_pose_refinement_steps=3
 """
@@ -68,15 +68,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import (
-    generative_capsules_ablations,
-    generative_training,
-    presence_evidence,
-    runs,
-)
+from examples import generative_training, runs
 from keras_capsules import distributions, trainers
 from keras_capsules.datasets import epoch_order
 from keras_capsules.datasets import generative_capsule_experiments as data
+from research import generative_capsules_ablations, presence_evidence
 
 CLASS = "class"
 BEST_SINGLE = "best_single"

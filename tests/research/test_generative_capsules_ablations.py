@@ -9,7 +9,7 @@ import tempfile
 from absl import flags
 from absl.testing import flagsaver
 
-from examples import generative_capsules_ablations
+from research import generative_capsules_ablations
 
 
 def test_one_variant_writes_its_line():

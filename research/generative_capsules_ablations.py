@@ -10,9 +10,9 @@ canvases, 2 epochs, Adam 1e-3, batch 64; the probe learns from 5,000 of
 the training digits and is tested on 2,000 test digits.
 
 Usage:
-  python -m examples.generative_capsules_ablations --name=default \
-      --output=docs/results/generative_capsules_ablations.jsonl
-  python -m examples.generative_capsules_ablations --name=wide_start \
+  python -m research.generative_capsules_ablations --name=default \
+      --output=research/results/generative_capsules_ablations.jsonl
+  python -m research.generative_capsules_ablations --name=wide_start \
       --initial_pose_scale=0.7931
 """
 
