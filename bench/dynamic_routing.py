@@ -37,16 +37,19 @@ def _step_function(target, mode, batch):
     rng = np.random.default_rng(0)
     if target == "layer":
         layer = layers.DynamicRouting(_OUTPUTS, _OUTPUT_DIM)
-        inputs = tf.constant(
-            rng.uniform(-0.3, 0.3, (batch, _INPUTS, _INPUT_DIM)), tf.float32
+        logits = tf.constant(rng.normal(size=(batch, _INPUTS)), tf.float32)
+        poses = tf.constant(
+            rng.uniform(-0.3, 0.3, (batch, _INPUTS, 1, _INPUT_DIM)),
+            tf.float32,
         )
-        layer(inputs[:1])
+        layer([logits[:1], poses[:1]])
 
         def step():
             with tf.GradientTape() as tape:
-                tape.watch(inputs)
-                loss = tf.reduce_sum(tf.square(layer(inputs)))
-            return tape.gradient(loss, [inputs, layer.kernel])
+                tape.watch(poses)
+                _, capsules = layer([logits, poses])
+                loss = tf.reduce_sum(tf.square(capsules))
+            return tape.gradient(loss, [poses, layer.kernel])
 
         if mode != "eager":
             step = tf.function(step, jit_compile=mode == "xla")

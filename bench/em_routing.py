@@ -78,7 +78,7 @@ def _inputs(batch, grid, types):
             rng.normal(size=(batch, *_image_shape())), tf.float32
         )
     return [
-        tf.constant(rng.uniform(size=(batch, grid, grid, types)), tf.float32),
+        tf.constant(rng.normal(size=(batch, grid, grid, types)), tf.float32),
         tf.constant(
             rng.normal(size=(batch, grid, grid, types, 4, 4)), tf.float32
         ),

@@ -27,11 +27,11 @@ _CASE = flags.DEFINE_string(
     "case", None, "Run one measurement (`shape:batch:mode`) in this process."
 )
 
-# name: (n_in, d_cov, d_in, n_out, d_out, num_inputs)
+# name: (n_in, d_cov, d_in, n_out, d_out, share_weights)
 _SHAPES = {
-    "fixed_64_to_5": (64, 4, 4, 5, 4, "fixed"),
-    "variable_9216_to_64": (9216, 4, 4, 64, 4, "variable"),
-    "variable_740_to_64": (740, 1, 64, 64, 2, "variable"),
+    "fixed_64_to_5": (64, 4, 4, 5, 4, False),
+    "variable_9216_to_64": (9216, 4, 4, 64, 4, True),
+    "variable_740_to_64": (740, 1, 64, 64, 2, True),
 }
 _CASES = [
     f"{shape}:{batch}:{mode}"
@@ -47,19 +47,19 @@ _CASES = [
 
 def _step_function(shape_name, batch, mode):
     """A no-argument function running one forward+backward pass."""
-    n_in, d_cov, d_in, n_out, d_out, num_inputs = _SHAPES[shape_name]
+    n_in, d_cov, d_in, n_out, d_out, share_weights = _SHAPES[shape_name]
     rng = np.random.default_rng(0)
     scores = tf.constant(rng.normal(size=(batch, n_in)), tf.float32)
     capsules = tf.constant(
         rng.normal(size=(batch, n_in, d_cov, d_in)), tf.float32
     )
-    layer = layers.HeinsenRouting(n_out, d_out, num_inputs=num_inputs)
+    layer = layers.HeinsenRouting(n_out, d_out, share_weights=share_weights)
     layer([scores[:1], capsules[:1]])
 
     def step():
         with tf.GradientTape() as tape:
             tape.watch([scores, capsules])
-            output_scores, means, _ = layer([scores, capsules])
+            output_scores, means = layer([scores, capsules])
             loss = tf.reduce_sum(output_scores) + tf.reduce_sum(
                 tf.square(means)
             )
@@ -75,7 +75,7 @@ def run_case(case):
     batch = int(batch)
     step = _step_function(shape_name, batch, mode)
     timing = measure.time_step(step, batch, _REPEATS.value)
-    n_in, d_cov, d_in, n_out, d_out, num_inputs = _SHAPES[shape_name]
+    n_in, d_cov, d_in, n_out, d_out, share_weights = _SHAPES[shape_name]
     return {
         "name": f"heinsen_routing_{shape_name}_forward_backward",
         "mode": mode,
@@ -85,7 +85,7 @@ def run_case(case):
             "d_in": d_in,
             "n_out": n_out,
             "d_out": d_out,
-            "num_inputs": num_inputs,
+            "share_weights": share_weights,
         },
         **timing,
     }

@@ -61,10 +61,10 @@ _CASE = flags.DEFINE_string(
 )
 
 
-def _heinsen(n_in, d_cov, d_in, n_out, d_out, num_inputs, batch):
+def _heinsen(n_in, d_cov, d_in, n_out, d_out, share_weights, batch):
     return {
         "layer": lambda: layers.HeinsenRouting(
-            n_out, d_out, num_inputs=num_inputs
+            n_out, d_out, share_weights=share_weights
         ),
         "inputs": lambda rng: [
             rng.normal(size=(batch, n_in)),
@@ -92,19 +92,22 @@ def _em(children_per_parent, parents, batch, layer, inputs):
 
 def _grid(batch, side, types):
     return lambda rng: [
-        rng.uniform(size=(batch, side, side, types)),
+        rng.normal(size=(batch, side, side, types)),
         rng.normal(size=(batch, side, side, types, 4, 4)),
     ]
 
 
 SHAPES = {
-    "heinsen_64_to_5_b20": _heinsen(64, 4, 4, 5, 4, "fixed", 20),
-    "heinsen_64_to_5_b128": _heinsen(64, 4, 4, 5, 4, "fixed", 128),
-    "heinsen_9216_to_64_b20": _heinsen(9216, 4, 4, 64, 4, "variable", 20),
-    "heinsen_740_to_64_b20": _heinsen(740, 1, 64, 64, 2, "variable", 20),
+    "heinsen_64_to_5_b20": _heinsen(64, 4, 4, 5, 4, False, 20),
+    "heinsen_64_to_5_b128": _heinsen(64, 4, 4, 5, 4, False, 128),
+    "heinsen_9216_to_64_b20": _heinsen(9216, 4, 4, 64, 4, True, 20),
+    "heinsen_740_to_64_b20": _heinsen(740, 1, 64, 64, 2, True, 20),
     "dynamic_1152x8_to_10x16_b128": {
         "layer": lambda: layers.DynamicRouting(10, 16),
-        "inputs": lambda rng: rng.uniform(-0.3, 0.3, (128, 1152, 8)),
+        "inputs": lambda rng: [
+            rng.normal(size=(128, 1152)),
+            rng.uniform(-0.3, 0.3, (128, 1152, 1, 8)),
+        ],
         "batch": 128,
         "vote_macs": 1152 * 10 * 8 * 16,
         "vote_elements": 1152 * 10 * 16,

@@ -140,7 +140,7 @@ def _em_conv_step(parts):
     batch = 32
     rng = np.random.default_rng(0)
     inputs = [
-        tf.constant(rng.uniform(size=(batch, 6, 6, 8)), tf.float32),
+        tf.constant(rng.normal(size=(batch, 6, 6, 8)), tf.float32),
         tf.constant(rng.normal(size=(batch, 6, 6, 8, 4, 4)), tf.float32),
     ]
     layer = layers.ConvMatrixCapsules(16, 3, 1)

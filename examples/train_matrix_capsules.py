@@ -1,10 +1,11 @@
 """Trains the matrix-capsule network with EM routing (Hinton, Sabour,
-Frosst 2018): spread loss, Adam. `--recipe=standardized` (the default:
-standardised costs, 2 iterations) or `--recipe=paper` (Procedure 1 as
-written, 3 iterations); every routing and initialisation flag left unset
-takes the recipe's value (docs/guides/matrix-capsules.md). The spread-loss
-margin rises linearly from 0.2 to 0.9 over the run (the paper's text;
-`--margin_schedule=sigmoid` for the official code's).
+Frosst 2018): spread loss, Adam. `--recipe` names the routing of every
+capsule layer, a preset of `layers.EMRouting`: `standardized` (the
+default: standardised costs, 2 iterations) or `paper` (Procedure 1 as
+written, 3 iterations), with any of its fields changed after a colon:
+`--recipe=standardized:num_iterations=3,assignment_smoothing=0`
+(docs/guides/matrix-capsules.md). The spread-loss margin rises linearly
+from 0.2 to 0.9 over the run (the paper's text).
 
 Datasets: `smallnorb` (TFDS; 48x48, standardised, random 32x32 crops with
 brightness and contrast, centre crop at test; `--multi_crop` averages the
@@ -31,18 +32,17 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import runs
-from keras_capsules import callbacks, datasets, losses, models
+from examples import presets, runs
+from keras_capsules import callbacks, datasets, layers, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
-from keras_capsules.layers import em_activation, inverse_temperatures
-from keras_capsules.ops.em_routing import VARIANCE_FLOOR
+from keras_capsules.models.matrix_capsnet import DEFAULT_ROUTING
 
 # The script's defaults of the flags of `examples/runs.py`. Unset
 # `--routing_iterations` takes the recipe's.
 DEFAULTS = {
     "dataset": "mnist",
-    "recipe": models.DEFAULT_MATRIX_CAPSNET_RECIPE,
+    "recipe": DEFAULT_ROUTING,
     "epochs": 10,
     "batch_size": 32,
     "learning_rate": 3e-3,
@@ -56,80 +56,6 @@ _MODEL = flags.DEFINE_enum(
     "full",
     ["full", "small"],
     "`full`: A=B=C=D=32 (310K weights); `small`: A=64, B=8, C=D=16 (68K).",
-)
-_CLASS_ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "class_routing_iterations",
-    None,
-    "EM iterations of the class capsules alone (lambda rising linearly); "
-    "--routing_iterations when unset.",
-)
-_FINAL_INVERSE_TEMPERATURE = flags.DEFINE_float(
-    "final_inverse_temperature",
-    None,
-    "Scale of the lambda schedule: lambda of the last iteration (linear), "
-    "or `final` in final (1 - 0.95^(t + 1)) (geometric).",
-)
-_INVERSE_TEMPERATURE_SCHEDULE = flags.DEFINE_enum(
-    "inverse_temperature_schedule",
-    "linear",
-    list(inverse_temperatures.SCHEDULES),
-    "lambda over the routing iterations: linear up to the final value, or "
-    "the official code's geometric rise.",
-)
-_ACTIVATION_BIAS_GAIN = flags.DEFINE_float(
-    "activation_bias_gain",
-    None,
-    "g in a_j = logistic(lambda (g beta_a - cost)); the official code: 5000.",
-)
-_COST_NORMALIZATION = flags.DEFINE_enum(
-    "cost_normalization",
-    None,
-    list(em_activation.COST_NORMALIZATIONS),
-    "none (the paper), per_child (cost / children per parent) or "
-    "standardize (z-scores of the costs across parent types).",
-)
-_VARIANCE_FLOOR = flags.DEFINE_float(
-    "variance_floor",
-    None,
-    f"Added to every routing variance; the paper's text: {VARIANCE_FLOOR} "
-    "(our epsilon), the official code: 5e-4.",
-)
-_ASSIGNMENT_SMOOTHING = flags.DEFINE_float(
-    "assignment_smoothing",
-    None,
-    "Share eps in [0, 1) of each child's uniform assignment kept by every "
-    "M-step after the first (0: the paper; keeps parents from collapsing "
-    "onto one child).",
-)
-_VOTE_WEIGHT_STDDEV = flags.DEFINE_float(
-    "vote_weight_stddev", None, "Initial std of every vote transformation."
-)
-_PRIMARY_ACTIVATION_BIAS = flags.DEFINE_float(
-    "primary_activation_bias",
-    None,
-    "Initial bias of the primary capsules' activation logits.",
-)
-_BATCH_NORM = flags.DEFINE_boolean(
-    "batch_norm", None, "Batch normalisation after the first convolution."
-)
-_MARGIN_SCHEDULE = flags.DEFINE_enum(
-    "margin_schedule",
-    "linear",
-    ["linear", "sigmoid"],
-    "Spread-loss margin: linear 0.2 -> 0.9 over the run (the paper's "
-    "text; measured best with both recipes, research/matrix_capsules.md), "
-    "or the official code's 0.2 + 0.79 sigmoid(min(10, step / 50000 - 4)) "
-    "of the absolute step.",
-)
-_COORDINATE_ADDITION = flags.DEFINE_boolean(
-    "coordinate_addition", True, "Coordinate addition in class capsules."
-)
-_LOSS = flags.DEFINE_enum(
-    "loss",
-    "spread",
-    ["spread", "margin", "cross_entropy"],
-    "Training loss (Table 1): spread (margin 0.2 -> 0.9), CapsNet's margin "
-    "loss, or cross-entropy of the softmax of the activations.",
 )
 _VIEWPOINTS = flags.DEFINE_enum(
     "viewpoints",
@@ -149,24 +75,6 @@ _BASELINE_EPOCHS = flags.DEFINE_integer(
 _MULTI_CROP = flags.DEFINE_boolean(
     "multi_crop", False, "smallNORB: also test on nine crops per image."
 )
-
-
-def make_loss():
-    """The `--loss`."""
-    if _LOSS.value == "spread":
-        return losses.SpreadLoss(0.2)
-    if _LOSS.value == "margin":
-        return losses.MarginLoss()
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-
-def margin_callbacks(loss, total_steps):
-    """The spread loss's margin schedule (`--margin_schedule`)."""
-    if _LOSS.value != "spread":
-        return []
-    if _MARGIN_SCHEDULE.value == "linear":
-        return [callbacks.SpreadLossMargin(loss, total_steps, 0.2, 0.9)]
-    return [callbacks.SigmoidSpreadLossMargin(loss)]
 
 
 class StopAtError(keras.callbacks.Callback):
@@ -255,35 +163,35 @@ def train_cnn_baseline(image_shape, num_classes, train, tests):
     }
 
 
-def build_model(image_shape, num_classes):
-    """The matrix-capsule network of `--model`, `--recipe` and the
-    routing flags (not yet compiled)."""
-    sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
-    settings = recipe_settings()
-    iterations = settings.pop("num_iterations")
-    final_inverse_temperature = settings.pop("final_inverse_temperature")
-    class_iterations = _CLASS_ROUTING_ITERATIONS.value
-
-    def schedule(count):
-        return inverse_temperatures.inverse_temperature_schedule(
-            _INVERSE_TEMPERATURE_SCHEDULE.value,
-            count,
-            final_inverse_temperature,
+def routing():
+    """The `layers.EMRouting` of `--recipe`, its iterations
+    `--routing_iterations` where that is set."""
+    settings = presets.parse(
+        runs.RECIPE.value or DEFAULTS["recipe"],
+        "recipe",
+        layers.EMRouting.PRESETS,
+    )
+    if runs.ROUTING_ITERATIONS.value is not None:
+        settings = settings.replace(
+            num_iterations=runs.ROUTING_ITERATIONS.value
         )
+    return settings
 
+
+def check_settings_flags():
+    """Raises `app.UsageError` unless `--recipe` names routing settings."""
+    routing()
+
+
+def build_model(image_shape, num_classes, settings):
+    """The matrix-capsule network of `--model`, routed by `settings` (not
+    yet compiled)."""
+    sizes = (32, 32, 32, 32) if _MODEL.value == "full" else (64, 8, 16, 16)
     return models.matrix_capsnet(
         *sizes,
         num_classes=num_classes,
         input_shape=image_shape,
-        num_iterations=iterations,
-        inverse_temperatures=schedule(iterations),
-        class_num_iterations=class_iterations,
-        class_inverse_temperatures=(
-            schedule(class_iterations) if class_iterations else None
-        ),
-        coordinate_addition=_COORDINATE_ADDITION.value,
-        recipe=runs.RECIPE.value,
-        **settings,
+        routing=settings,
     )
 
 
@@ -291,7 +199,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     runs.set_defaults(**DEFAULTS)
-    runs.recipe(models.MATRIX_CAPSNET_RECIPES)
+    settings = routing()  # Refuses a --recipe that names no settings.
     if _CNN_BASELINE.value and _VIEWPOINTS.value == "none":
         raise app.UsageError("--cnn_baseline needs a --viewpoints split.")
     strategy = runs.set_up(**DEFAULTS)
@@ -300,7 +208,7 @@ def main(argv):
     train = load_train_epochs()
     tests = {split: load(split).cache() for split in test_splits()}
     steps_per_epoch = int(train(0).cardinality())
-    extra = {"recipe_settings": recipe_settings()}
+    extra = {"routing": settings.get_config()}
     extra_callbacks = []
     if _CNN_BASELINE.value:
         with strategy.scope():
@@ -313,8 +221,10 @@ def main(argv):
         )
         extra_callbacks.append(stopper)
     with strategy.scope():
-        model = runs.in_batch_parts(build_model(image_shape, num_classes))
-        loss = make_loss()
+        model = runs.in_batch_parts(
+            build_model(image_shape, num_classes, settings)
+        )
+        loss = losses.SpreadLoss(0.2)
         model.compile(
             optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),
             loss=loss,
@@ -322,7 +232,9 @@ def main(argv):
             jit_compile=runs.use_xla(),
         )
     total_steps = runs.EPOCHS.value * steps_per_epoch
-    extra_callbacks += margin_callbacks(loss, total_steps)
+    extra_callbacks.append(
+        callbacks.SpreadLossMargin(loss, total_steps, 0.2, 0.9)
+    )
 
     def after_training(model):
         results = {**extra, "steps": optimizer_step(model)}
@@ -356,24 +268,6 @@ def activations_and_classes(model, images):
     """The serving outputs: `{"activations", "class_ids"}`."""
     activations = tf.cast(model(images, training=False), tf.float32)
     return {"activations": activations, "class_ids": tf.argmax(activations, -1)}
-
-
-def recipe_settings():
-    """The `--recipe`'s model settings with the flags that were set."""
-    return models.matrix_capsnet_recipe_settings(
-        runs.RECIPE.value,
-        {
-            "num_iterations": runs.ROUTING_ITERATIONS.value,
-            "final_inverse_temperature": _FINAL_INVERSE_TEMPERATURE.value,
-            "activation_bias_gain": _ACTIVATION_BIAS_GAIN.value,
-            "cost_normalization": _COST_NORMALIZATION.value,
-            "variance_floor": _VARIANCE_FLOOR.value,
-            "assignment_smoothing": _ASSIGNMENT_SMOOTHING.value,
-            "vote_weight_stddev": _VOTE_WEIGHT_STDDEV.value,
-            "primary_activation_bias": _PRIMARY_ACTIVATION_BIAS.value,
-            "batch_norm": _BATCH_NORM.value,
-        },
-    )
 
 
 if __name__ == "__main__":

@@ -67,22 +67,29 @@ LAYER_CASES = [
     conformance.LayerCase(
         layers.DynamicRouting,
         {"num_capsules": 3, "capsule_dim": 4},
-        (6, 5),
+        [(6,), (6, 1, 5)],
         "dynamic_routing",
         mask_shape=(6,),
     ),
     conformance.LayerCase(
         layers.DynamicRouting,
         {"num_capsules": 2, "capsule_dim": 3, "share_weights": True},
-        (6, 5),
+        [(6,), (6, 2, 5)],
         "dynamic_routing_shared",
         mask_shape=(6,),
+    ),
+    conformance.LayerCase(
+        layers.DynamicRouting,
+        {"num_capsules": 3, "capsule_dim": 2, "num_iterations": 2},
+        [(2, 2, 3), (2, 2, 3, 1, 4)],
+        "dynamic_routing_grid",
+        mask_shape=(2, 2, 3),
     ),
     conformance.LayerCase(
         layers.HeinsenRouting,
         {"num_capsules": 3, "capsule_dim": 2},
         [(5,), (5, 2, 3)],
-        "heinsen_routing_fixed_inputs",
+        "heinsen_routing",
         mask_shape=(5,),
     ),
     conformance.LayerCase(
@@ -90,11 +97,11 @@ LAYER_CASES = [
         {
             "num_capsules": 3,
             "capsule_dim": 2,
-            "num_inputs": "variable",
+            "share_weights": True,
             "tie_betas": True,
         },
         [(5,), (5, 2, 3)],
-        "heinsen_routing_variable_inputs",
+        "heinsen_routing_shared",
         mask_shape=(5,),
     ),
     conformance.LayerCase(
@@ -109,43 +116,20 @@ LAYER_CASES = [
         mask_shape=(5,),
     ),
     conformance.LayerCase(
-        layers.DynamicRouting,
-        {"num_capsules": 3, "capsule_dim": 4, "contract": True},
-        [(6,), (6, 1, 5)],
-        "dynamic_routing_contract",
-        mask_shape=(6,),
-    ),
-    conformance.LayerCase(
-        layers.HeinsenRouting,
-        {"num_capsules": 3, "capsule_dim": 2, "contract": True},
-        [(5,), (5, 2, 3)],
-        "heinsen_routing_contract",
-        mask_shape=(5,),
-    ),
-    conformance.LayerCase(
         layers.MatrixCapsuleEMRouting,
-        {"num_capsules": 2, "capsule_dim": 3, "contract": True},
+        {"num_capsules": 2, "capsule_dim": 3},
         [(5,), (5, 2, 4)],
-        "matrix_capsule_em_routing_contract",
+        "matrix_capsule_em_routing_list",
         graph_tolerance=1e-4,
         mask_shape=(5,),
     ),
     conformance.LayerCase(
-        layers.PrimaryCapsules,
-        {
-            "num_capsule_types": 2,
-            "capsule_dim": 3,
-            "kernel_size": 3,
-            "contract": True,
-        },
-        (7, 7, 2),
-        "primary_capsules_contract",
-    ),
-    conformance.LayerCase(
-        layers.PrimaryMatrixCapsules,
-        {"num_capsule_types": 2, "kernel_size": 2, "contract": True},
-        (5, 4, 2),
-        "primary_matrix_capsules_contract",
+        layers.MatrixCapsuleEMRouting,
+        {"num_capsules": 3, "routing": {"num_iterations": 2}},
+        [(2, 3, 4), (2, 3, 4, 4, 4)],
+        "matrix_capsule_em_routing_grid",
+        mask_shape=(2, 3, 4),
+        graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
         layers.PrimaryMatrixCapsules,
@@ -159,35 +143,27 @@ LAYER_CASES = [
         [(5, 5, 2), (5, 5, 2, 4, 4)],
         "conv_matrix_capsules",
         mask_shape=(5, 5, 2),
-        probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
         layers.ConvMatrixCapsules,
-        {"num_capsule_types": 2, "kernel_size": 2, "padding": "same"},
+        {
+            "num_capsule_types": 3,
+            "kernel_size": 2,
+            "padding": "same",
+            "routing": "standardized",
+        },
         [(3, 4, 2), (3, 4, 2, 4, 4)],
         "conv_matrix_capsules_same",
         mask_shape=(3, 4, 2),
-        probability_inputs=(0,),
         graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
-        layers.MatrixCapsuleEMRouting,
-        {"num_capsules": 3},
+        layers.FlattenCapsules,
+        {},
         [(2, 3, 4), (2, 3, 4, 4, 4)],
-        "matrix_capsule_em_routing_grid",
+        "flatten_capsules",
         mask_shape=(2, 3, 4),
-        probability_inputs=(0,),
-        graph_tolerance=1e-4,
-    ),
-    conformance.LayerCase(
-        layers.MatrixCapsuleEMRouting,
-        {"num_capsules": 2, "num_iterations": 2},
-        [(5,), (5, 4, 4)],
-        "matrix_capsule_em_routing_list",
-        mask_shape=(5,),
-        probability_inputs=(0,),
-        graph_tolerance=1e-4,
     ),
     conformance.LayerCase(
         layers.CoordinateChannels, {}, (5, 4, 2), "coordinate_channels"
@@ -242,6 +218,7 @@ LAYER_CASES = [
 # Exported names that are not layers to run on their own.
 NOT_IN_THE_TABLE = {
     "CapsuleRouting": "the abstract base; its families are in the table",
+    "EMRouting": "the EM layers' settings, not a layer",
 }
 
 

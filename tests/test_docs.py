@@ -11,6 +11,7 @@ import glob
 import os
 import re
 import shlex
+import sys
 import tempfile
 
 import keras
@@ -77,13 +78,18 @@ class CodeBlocksTest(tf.test.TestCase, parameterized.TestCase):
 def _check_flags(module, arguments):
     """Imports `module` and parses `arguments` with absl, leaving the
     flags as they were: an unknown flag or a value its flag refuses
-    raises."""
+    raises, and so does a settings flag (`--recipe=NAME:field=value`)
+    that names no settings, where the module can say
+    (`check_settings_flags`)."""
     __import__(module)
+    script = sys.modules[module]
     arguments = [a for a in arguments if not a.startswith("--helpfull")]
     with flagsaver.flagsaver():
         flags.FLAGS.unparse_flags()
         try:
             flags.FLAGS([module, *arguments])
+            if hasattr(script, "check_settings_flags"):
+                script.check_settings_flags()
         finally:
             flags.FLAGS.unparse_flags()
             flags.FLAGS.mark_as_parsed()

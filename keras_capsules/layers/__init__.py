@@ -1,23 +1,26 @@
 """Keras layers: weights, configuration, masks and dtype policy.
 
-The capsule contract. A capsule layer maps
+The capsule contract. A routing layer maps
 
-    [logits (batch, n_in), poses (batch, n_in, d_cov, d_in)], mask (batch, n_in)
+    [logits (batch, *capsules), poses (batch, *capsules, d_cov, d_in)],
+        mask (batch, *capsules)
       -> [logits (batch, n_out), poses (batch, n_out, d_cov, d_out)]
 
-Capsule i is present with probability `sigmoid(logits[:, i])` in every
-family: dynamic routing's length `|v| = |s|^2 / (1 + |s|^2)` is
-`sigmoid(2 log |s|)`, EM routing's activation is the logistic of
+where `capsules` is `(n_in,)` for a list or `(H, W, B)` for a grid of `B`
+capsule types. Capsule i is present with probability `sigmoid(logits[...,
+i])` in every family: dynamic routing's length `|v| = |s|^2 / (1 + |s|^2)`
+is `sigmoid(2 log |s|)`, EM routing's activation is the logistic of
 `lambda (beta_a - cost)`, and Heinsen's scores are logits already. A pose
 is a `d_cov x d` matrix (a vector capsule is `1 x d`); every family votes
 `V[i, j] = P[i] W[i, j]` (`ops.capsule_votes`). A masked input capsule
 (mask False, or a Keras mask) changes no output.
 
-`DynamicRouting`, `MatrixCapsuleEMRouting` and `HeinsenRouting` speak the
-contract with `contract=True` (their base, `CapsuleRouting`, holds what
-they share), and so do the primary stages `PrimaryCapsules` and
-`PrimaryMatrixCapsules`; without it each keeps the form its paper uses.
-One backbone therefore takes any family: `models.capsule_classifier`.
+`DynamicRouting`, `MatrixCapsuleEMRouting`, `HeinsenRouting` (their base,
+`CapsuleRouting`, holds what they share) and `ConvMatrixCapsules` speak
+the contract, and the primary stages `PrimaryCapsules` and
+`PrimaryMatrixCapsules` produce it. One backbone therefore takes any
+family: `models.capsule_classifier`. `.keras` files saved in the layers'
+former forms load through `layers.legacy`.
 """
 
 from keras_capsules.layers.attentive_pooling import AttentivePooling
@@ -30,6 +33,8 @@ from keras_capsules.layers.conv_matrix_capsules import ConvMatrixCapsules
 from keras_capsules.layers.coordinate_channels import CoordinateChannels
 from keras_capsules.layers.depth_embedding import DepthEmbedding
 from keras_capsules.layers.dynamic_routing import DynamicRouting
+from keras_capsules.layers.em_routing_settings import EMRouting
+from keras_capsules.layers.flatten_capsules import FlattenCapsules
 from keras_capsules.layers.generative_capsule_decoder import (
     GenerativeCapsuleDecoder,
 )
@@ -47,6 +52,9 @@ from keras_capsules.layers.primary_matrix_capsules import (
     PrimaryMatrixCapsules,
 )
 
+# Registers the adapters of the layers' former forms with Keras.
+from keras_capsules.layers import legacy  # noqa: E402, F401  isort: skip
+
 __all__ = [
     "AttentivePooling",
     "CapsuleEmbedding",
@@ -58,6 +66,8 @@ __all__ = [
     "CoordinateChannels",
     "DepthEmbedding",
     "DynamicRouting",
+    "EMRouting",
+    "FlattenCapsules",
     "GenerativeCapsuleDecoder",
     "HeinsenRouting",
     "InducedSetAttention",

@@ -1,87 +1,95 @@
 """The capsule contract, and what every routing layer shares."""
 
+import math
+
 import keras
 from keras import ops
 
-from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.layers import contract, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_votes import capsule_votes
 
 
 class CapsuleRouting(keras.layers.Layer):
-    """The base of the routing layers; defines the capsule contract.
+    """The base of the routing layers; speaks the capsule contract.
 
-    The capsule contract: a capsule layer maps
+    The capsule contract: a routing layer maps
 
     ```none
-    [logits (batch, n_in), poses (batch, n_in, d_cov, d_in)], mask (batch, n_in)
+    [logits (batch, *capsules), poses (batch, *capsules, d_cov, d_in)],
+        mask (batch, *capsules)
       -> [logits (batch, n_out), poses (batch, n_out, d_cov, d_out)]
     ```
 
-    Capsule i's activation is `sigmoid(logits[:, i])` in every family, and
-    its pose a `d_cov x d_in` matrix (a vector capsule is `1 x d`). A
-    masked input capsule (mask False) changes no output. Every routing
-    layer speaks the contract when built with `contract=True`, so one
-    backbone takes any family; without it each keeps its own form (a
-    family's docstring gives it).
+    where `capsules` is `(n_in,)` for a list of capsules or `(H, W, B)`
+    for a grid of `B` capsule types. Capsule i's activation is
+    `sigmoid(logits[..., i])` in every family, and its pose a `d_cov x
+    d_in` matrix (a vector capsule is `1 x d`). A masked input capsule
+    (mask False) changes no output. A family that has no use for the
+    grid routes its capsules as a list of `n_in = H W B`.
 
     The base owns what the families share: the arguments `num_capsules`,
-    `capsule_dim`, `num_iterations`, `kernel_initializer`,
-    `kernel_regularizer` and `contract` (their checks and config), the
-    kernel `W` (`(n_in, n_out, d_in, d_out)`, or `(n_out, d_in, d_out)`
-    when every input capsule shares it), the votes `V[i, j] = P[i] W[i,
-    j]` (`ops.capsule_votes`), merging the inputs' Keras masks, routing in
-    float32 and casting back, and the output shapes. A family adds:
+    `capsule_dim`, `kernel_initializer` and `kernel_regularizer` (their
+    checks and config), the kernel `W` (`(n_in, n_out, d_in, d_out)`, or
+    `(n_out, d_in, d_out)` when every input capsule shares it), the votes
+    `V[i, j] = P[i] W[i, j]` (`ops.capsule_votes`), merging the inputs'
+    Keras masks, routing in float32 and casting back, and the output
+    shapes. A family adds:
 
+    - `num_iterations`: its routing iterations;
     - `_default_kernel_initializer(d_in)`: its initialiser of `W`;
     - `_build_routing(num_inputs, d_cov, d_in, initializer)`: its own
       weights, made after the kernel;
     - `_route(logits, poses, mask)`: float32 `(batch, n_in)` logits, poses
-      in the compute dtype and a bool mask or None, to float32
-      `(logits, poses, ...)` (the contract's two first);
-    - for its own form (`contract=False`): `_own_form_shape(input_shape)`
-      (returns `(n_in, d_cov, d_in)`), `_call_own_form(inputs, mask)` and
-      `_own_output_shape(input_shape)`.
+      in the compute dtype and a bool mask or None (grids flattened to
+      lists unless `_ROUTES_GRIDS`), to float32 `(logits, poses, ...)`.
+
+    `.keras` files saved before every routing layer took this one form
+    load through `layers.legacy` (see `from_config`).
 
     Args:
         num_capsules: int, output capsules `n_out` (None where the family
             allows one output capsule per input capsule).
         capsule_dim: int, columns `d_out` of each output pose.
-        num_iterations: int >= 1, routing iterations.
         kernel_initializer: initializer of `W`; None for the family's.
         kernel_regularizer: optional regularizer of `W`.
-        contract: bool, take and return `[logits, poses]`. Defaults to
-            `False` (the family's own form).
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
     """
 
     # What to do when the number of input capsules is unknown at build
     # time; the families name their shared-weights option.
     _SHARED_WEIGHTS_HINT = ""
+    # Whether the family routes a grid as a grid (the EM class capsules:
+    # one W per capsule type, positions added to the votes).
+    _ROUTES_GRIDS = False
 
     def __init__(
         self,
         num_capsules,
         capsule_dim,
-        num_iterations=3,
         kernel_initializer=None,
         kernel_regularizer=None,
-        contract=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.num_capsules = num_capsules
         self.capsule_dim = capsule_dim
-        self.num_iterations = num_iterations
-        names = ["capsule_dim", "num_iterations"]
+        names = ["capsule_dim"]
         if num_capsules is not None or not self._allows_variable_outputs():
             names.insert(0, "num_capsules")
         validation.check_positive_ints(self, names)
         kernel_arguments.set_kernel_arguments(
             self, kernel_initializer, kernel_regularizer
         )
-        self.contract = bool(contract)
         self.supports_masking = True
+        self.on_grid = False
+
+    @classmethod
+    def from_config(cls, config):
+        """The layer of `config`; a config saved in the family's former
+        form (before `contract` was the only form) gives its adapter from
+        `layers.legacy`, which computes what that form computed."""
+        return contract.from_config(cls, config)
 
     def _allows_variable_outputs(self):
         """Whether `num_capsules=None` (one output per input) is allowed."""
@@ -93,35 +101,29 @@ class CapsuleRouting(keras.layers.Layer):
         return False
 
     def _contract_shape(self, input_shape):
-        """Checks `[logits, poses]` shapes; returns `(n_in, d_cov, d_in)`."""
-        shapes = validation.pair_of_shapes(input_shape)
-        known = 2 if self.shares_input_weights else 1
-        if (
-            shapes is None
-            or len(shapes[0]) != 2
-            or len(shapes[1]) != 4
-            or shapes[0][1] != shapes[1][1]
-            or None in shapes[1][known:]
-        ):
-            count = "any n_in" if self.shares_input_weights else "known n_in"
-            raise ValueError(
-                f"`{self.name}` expects `[logits, poses]` of shapes (batch, "
-                "n_in) and (batch, n_in, d_cov, d_in), with "
-                f"{count} and known d_cov, d_in. Received: {input_shape}. "
-                "Give vector capsules (batch, n, d) a pose axis of 1, e.g. "
-                f"`poses[:, :, None]`.{self._SHARED_WEIGHTS_HINT}"
-            )
-        return shapes[1][1:]
+        """Checks `[logits, poses]` shapes; returns `(n_in, d_cov, d_in)`,
+        `n_in` the number of input capsules (of capsule types on a grid
+        routed as a grid), None where unknown."""
+        shapes = contract.capsule_shapes(
+            self, input_shape, self.shares_input_weights, self._ROUTES_GRIDS
+        )
+        capsules = shapes[0][1:]
+        self._capsule_axes = set(range(1, 1 + len(capsules)))
+        self.on_grid = self._ROUTES_GRIDS and len(capsules) == 3
+        if self.on_grid:
+            num_inputs = capsules[-1]
+        elif None in capsules:
+            num_inputs = None
+        else:
+            num_inputs = math.prod(capsules)
+        return (num_inputs, *shapes[1][-2:])
 
     def _kernel_shape(self, num_inputs, d_in):
         shape = (self.num_capsules, d_in, self.capsule_dim)  # W_j
         return shape if self.shares_input_weights else (num_inputs, *shape)
 
     def build(self, input_shape):
-        if self.contract:
-            num_inputs, d_cov, d_in = self._contract_shape(input_shape)
-        else:
-            num_inputs, d_cov, d_in = self._own_form_shape(input_shape)
+        num_inputs, d_cov, d_in = self._contract_shape(input_shape)
         initializer = (
             self.kernel_initializer or self._default_kernel_initializer(d_in)
         )
@@ -132,35 +134,18 @@ class CapsuleRouting(keras.layers.Layer):
             regularizer=self.kernel_regularizer,
         )
         self._build_routing(num_inputs, d_cov, d_in, initializer)
-        self.input_spec = self._input_specs(input_shape)
+        self.input_spec = contract.input_specs(input_shape, self._free_axes())
 
     def _build_routing(self, num_inputs, d_cov, d_in, initializer):
         """Adds the family's own weights (none by default)."""
 
     def _free_axes(self):
-        """Input axes whose size may change after build (the capsule
-        count, when every input capsule shares the weights)."""
-        return {1} if self.shares_input_weights else set()
-
-    def _input_specs(self, input_shape):
-        """Keras `InputSpec`s that hold every input to the sizes the layer
-        was built for, but for the batch and `_free_axes`: a call with
-        another size then names the layer, the axis and both sizes."""
-        single = not validation.is_list_of_shapes(input_shape)
-        shapes = [input_shape] if single else list(input_shape)
-        free = self._free_axes()
-        specs = [
-            keras.InputSpec(
-                ndim=len(shape),
-                axes={
-                    axis: size
-                    for axis, size in enumerate(tuple(shape))
-                    if axis > 0 and axis not in free and size is not None
-                },
-            )
-            for shape in shapes
-        ]
-        return specs[0] if single else specs
+        """Input axes whose size may change after build: the capsule axes
+        when every input capsule shares the weights, the grid's positions
+        when the family routes a grid with weights per type."""
+        if self.shares_input_weights:
+            return self._capsule_axes
+        return {1, 2} if self.on_grid else set()
 
     def capsule_votes(self, poses, bias=None):
         """`(batch, n_in, n_out, d_cov, d_out)` votes `P[i] W[i, j] (+ B)`
@@ -173,18 +158,19 @@ class CapsuleRouting(keras.layers.Layer):
         )
 
     def call(self, inputs, mask=None):
-        if not self.contract:
-            return self._call_own_form(inputs, mask)
         return self._route_contract_inputs(inputs, mask)[:2]
 
     def _route_contract_inputs(self, inputs, mask):
         """Every output of `_route` on `[logits, poses]`, in the compute
         dtype."""
         logits, poses = inputs
+        mask = combined_input_mask(mask)
+        if not self._ROUTES_GRIDS:
+            logits, poses, mask = contract.as_list(logits, poses, mask)
         outputs = self._route(
             ops.cast(logits, "float32"),
             ops.cast(poses, self.compute_dtype),
-            combined_input_mask(mask),
+            mask,
         )
         return [ops.cast(output, self.compute_dtype) for output in outputs]
 
@@ -192,13 +178,12 @@ class CapsuleRouting(keras.layers.Layer):
         return num_inputs if self.num_capsules is None else self.num_capsules
 
     def compute_output_shape(self, input_shape):
-        if not self.contract:
-            return self._own_output_shape(input_shape)
-        (batch, num_inputs), (_, _, d_cov, _) = input_shape
-        num_outputs = self._num_outputs(num_inputs)
+        (batch, *capsules), poses_shape = input_shape
+        count = None if None in capsules else math.prod(capsules)
+        num_outputs = self._num_outputs(count)
         return [
             (batch, num_outputs),
-            (batch, num_outputs, d_cov, self.capsule_dim),
+            (batch, num_outputs, poses_shape[-2], self.capsule_dim),
         ]
 
     def compute_mask(self, inputs, mask=None):
@@ -209,7 +194,6 @@ class CapsuleRouting(keras.layers.Layer):
             **super().get_config(),
             "num_capsules": self.num_capsules,
             "capsule_dim": self.capsule_dim,
-            "num_iterations": self.num_iterations,
             **kernel_arguments.kernel_config(self),
-            "contract": self.contract,
+            **contract.MARKER,
         }

@@ -4,7 +4,12 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import em_activation, kernel_arguments, validation
+from keras_capsules.layers import (
+    contract,
+    em_activation,
+    kernel_arguments,
+    validation,
+)
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.capsule_votes import (
@@ -13,7 +18,6 @@ from keras_capsules.ops.capsule_votes import (
 )
 from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.conv_em_routing import conv_em_routing_by_parent
-from keras_capsules.ops.em_routing import VARIANCE_FLOOR
 
 
 def same_padding(size, kernel_size, strides):
@@ -34,8 +38,11 @@ class ConvMatrixCapsules(keras.layers.Layer):
     `keras_capsules.ops.conv_em_routing`: a child's assignments are
     normalised over every parent (of every type, at every position) whose
     receptive field holds it. `beta_u` and `beta_a` are learned per parent
-    type. The paper's ConvCaps1 and ConvCaps2 are `ConvMatrixCapsules(32,
-    3, strides=2)` and `ConvMatrixCapsules(32, 3, strides=1)`.
+    type. The layer speaks the capsule contract on a grid (see
+    `CapsuleRouting`): children and parents are `[logits, poses]`, the
+    activations `sigmoid(logits)`. The paper's ConvCaps1 and ConvCaps2
+    are `ConvMatrixCapsules(32, 3, strides=2)` and
+    `ConvMatrixCapsules(32, 3, strides=1)`.
 
     Args:
         num_capsule_types: int `C`, parent capsule types per position.
@@ -43,53 +50,33 @@ class ConvMatrixCapsules(keras.layers.Layer):
         strides: int. Defaults to `1`.
         padding: `"valid"` (the paper) or `"same"`; `"same"` adds children
             of activation 0 around the grid. Defaults to `"valid"`.
-        num_iterations: int >= 1, routing iterations. Defaults to `3`.
-        inverse_temperatures: optional list of `num_iterations` floats, the
-            `lambda` of each iteration; None for
-            `inverse_temperatures.default_inverse_temperatures`. Held in a
-            non-trainable weight that `callbacks.InverseTemperatureSchedule`
-            may change during training.
-        activation_bias_gain: float `g > 0`: the activation logit is
-            `lambda (g beta_a - cost)`. Defaults to `1.0` (the paper); the
-            official code's `5000` lets the bias learn when `lambda` is
-            small.
-        cost_normalization: `"none"` (the paper), `"per_child"` (the cost
-            divided by the number of children per parent, so layers of
-            different widths give costs of one scale), `"per_mass"` (the
-            cost without its factor `sum_i R_ij`: tight agreement, not
-            collected mass, turns a parent on), `"standardize"` (the
-            costs' z-scores across the parent types at a position:
-            activations spread whatever the layer) or
-            `"per_mass_standardize"` (both). Defaults to `"none"`.
-        variance_floor: float `> 0` added to every variance. Defaults to
-            `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
-            5e-4.
+        routing: `EMRouting` settings (iterations, inverse temperatures,
+            how costs become activations), or the name of one of its
+            presets. Defaults to Procedure 1 as written, the `"paper"`
+            preset. The inverse temperatures are held in a non-trainable
+            weight that `callbacks.InverseTemperatureSchedule` may change.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5, which keeps votes at the scale
             of the poses.
         kernel_regularizer: optional regularizer of `W`.
-        assignment_smoothing: float `eps` in `[0, 1)`: every M-step after
-            the first weighs a child by `(1 - eps) R_ij + eps R0_ij`, where
-            `R0` is its first, uniform assignment, so that no parent
-            collapses onto a single child. Defaults to `0.0` (the paper).
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
-        inputs: `[activations, poses]`, `(batch, H, W, B)` and
+        inputs: `[logits, poses]`, `(batch, H, W, B)` and
             `(batch, H, W, B, 4, 4)`.
         mask: optional bool `(batch, H, W, B)`, True for children that take
             part.
 
     Returns:
-        `[activations, poses]`: `(batch, H', W', C)` and
-        `(batch, H', W', C, 4, 4)`, `H' = (H - K) // strides + 1` for
+        `[logits, poses]`: `(batch, H', W', C)` activation logits and
+        `(batch, H', W', C, 4, 4)` poses, `H' = (H - K) // strides + 1` for
         `"valid"`.
 
     Example:
 
     >>> layer = ConvMatrixCapsules(4, kernel_size=3, strides=2)
-    >>> activations, poses = layer([np.ones((2, 7, 7, 3)),
-    ...                             np.zeros((2, 7, 7, 3, 4, 4))])
+    >>> logits, poses = layer([np.zeros((2, 7, 7, 3)),
+    ...                        np.ones((2, 7, 7, 3, 4, 4))])
     >>> poses.shape
     TensorShape([2, 3, 3, 4, 4, 4])
     """
@@ -100,36 +87,21 @@ class ConvMatrixCapsules(keras.layers.Layer):
         kernel_size=3,
         strides=1,
         padding="valid",
-        num_iterations=3,
-        inverse_temperatures=None,
-        activation_bias_gain=1.0,
-        cost_normalization="none",
-        variance_floor=VARIANCE_FLOOR,
+        routing=None,
         kernel_initializer=None,
         kernel_regularizer=None,
-        assignment_smoothing=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.num_capsule_types = num_capsule_types
         self.kernel_size = kernel_size
         self.strides = strides
-        self.num_iterations = num_iterations
         validation.check_positive_ints(
-            self,
-            ["num_capsule_types", "kernel_size", "strides", "num_iterations"],
+            self, ["num_capsule_types", "kernel_size", "strides"]
         )
         validation.check_option(self, "padding", padding, ("valid", "same"))
         self.padding = padding
-        em_activation.set_arguments(
-            self,
-            inverse_temperatures,
-            activation_bias_gain,
-            cost_normalization,
-            variance_floor,
-            assignment_smoothing,
-            self.num_capsule_types,
-        )
+        em_activation.set_routing(self, routing, self.num_capsule_types)
         kernel_arguments.set_kernel_arguments(
             self,
             kernel_initializer
@@ -137,6 +109,15 @@ class ConvMatrixCapsules(keras.layers.Layer):
             kernel_regularizer,
         )
         self.supports_masking = True
+
+    @classmethod
+    def from_config(cls, config):
+        return contract.from_config(cls, config)
+
+    @property
+    def num_iterations(self):
+        """Routing iterations (`routing.num_iterations`)."""
+        return self.routing.num_iterations
 
     def build(self, input_shape):
         _, height, width, child_types = validation.matrix_capsule_shapes(
@@ -165,6 +146,8 @@ class ConvMatrixCapsules(keras.layers.Layer):
             regularizer=self.kernel_regularizer,
         )
         em_activation.add_weights(self, self.num_capsule_types)
+        # Any grid size, but the child types the kernel was built for.
+        self.input_spec = contract.input_specs(input_shape, {1, 2})
 
     def _pad(self, grid, value_axes):
         if self.padding == "valid":
@@ -174,8 +157,13 @@ class ConvMatrixCapsules(keras.layers.Layer):
         return ops.pad(grid, [[0, 0], rows, columns] + [[0, 0]] * value_axes)
 
     def call(self, inputs, mask=None):
-        activations, poses = inputs
-        mask = combined_input_mask(mask)
+        logits, poses = inputs
+        activations = ops.sigmoid(ops.cast(logits, "float32"))
+        return self._route(activations, poses, combined_input_mask(mask), True)
+
+    def _route(self, activations, poses, mask, return_logits):
+        """`[activations or logits, poses]` of the parents, in the compute
+        dtype, from child activations."""
         if mask is not None:
             activations = activations * ops.cast(mask, activations.dtype)
         # Under XLA the grids' gradients, sums of K x K shifted copies,
@@ -201,22 +189,23 @@ class ConvMatrixCapsules(keras.layers.Layer):
             ),
         )
         # Route in float32: float16 variances and log-densities lose range.
-        parent_activations, means, _ = conv_em_routing_by_parent(
+        parents, means, _ = conv_em_routing_by_parent(
             ops.cast(ops.reshape(votes, (*shape[:7], 16)), "float32"),
             ops.cast(activations, "float32"),
             ops.cast(self.beta_u, "float32"),
             ops.cast(self.beta_a, "float32"),
             self.inverse_temperature_weight,
             self.strides,
-            **em_activation.op_arguments(
+            cost=em_activation.op_cost(
                 self, self.kernel_size**2 * self.kernel.shape[2]
             ),
             vote_offset=ops.reshape(
                 vote_offset, (*ops.shape(vote_offset)[:4], 16)
             ),
+            return_logits=return_logits,
         )
         return [
-            ops.cast(parent_activations, self.compute_dtype),
+            ops.cast(parents, self.compute_dtype),
             ops.cast(
                 ops.reshape(means, (*ops.shape(means)[:4], 4, 4)),
                 self.compute_dtype,
@@ -246,7 +235,7 @@ class ConvMatrixCapsules(keras.layers.Layer):
             "kernel_size": self.kernel_size,
             "strides": self.strides,
             "padding": self.padding,
-            "num_iterations": self.num_iterations,
             **em_activation.config(self),
             **kernel_arguments.kernel_config(self),
+            **contract.MARKER,
         }

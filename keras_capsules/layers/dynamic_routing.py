@@ -16,52 +16,51 @@ _DEFAULT_KERNEL_STDDEV = 0.1
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class DynamicRouting(CapsuleRouting):
-    """Fully connected capsules routed by agreement (Sabour et al., 2017).
+    """Capsules routed by agreement (Sabour et al., 2017).
 
-    Each input capsule `u_i` votes `u_hat[j|i] = W_ij u_i` for each output
-    capsule j; `keras_capsules.ops.dynamic_routing` turns the votes into
-    output capsules (Procedure 1). With `share_weights=True` every input
-    capsule uses the same `W_j`, so the number of input capsules may vary
-    from call to call, and a mask (Keras masking, or the `mask` argument)
-    says which inputs take part.
-
-    With `contract=True` the layer speaks the capsule contract (see
-    `CapsuleRouting`): inputs `[logits, poses]`, `(batch, n_in)` and
-    `(batch, n_in, d_cov, d_in)`, route as the vectors `u_i =
-    sigmoid(logit_i) P_i / |P_i|` (length the activation, direction the
-    flattened pose; exactly the squashed vectors of a dynamic-routing
-    layer before it), and the outputs are `[2 log |s_j|, v_j]`, `(batch,
-    n_out)` and `(batch, n_out, d_cov, d_out)`, since `|v_j| =
-    sigmoid(2 log |s_j|)`.
+    Each input capsule votes `u_hat[j|i] = W_ij u_i` for each output
+    capsule j, and `keras_capsules.ops.dynamic_routing` turns the votes
+    into output capsules (Procedure 1). The layer speaks the capsule
+    contract (see `CapsuleRouting`): the inputs `[logits, poses]` route
+    as the vectors `u_i = sigmoid(logit_i) P_i / |P_i|` (length the
+    activation, direction the flattened pose: exactly the squashed
+    vectors of a dynamic-routing layer, or of `PrimaryCapsules`, before
+    it), and the outputs are `[2 log |s_j|, v_j]`, since `|v_j| =
+    sigmoid(2 log |s_j|)`. With `share_weights=True` every input capsule
+    uses the same `W_j`, so the number of input capsules may vary from
+    call to call, and a mask (Keras masking, or the `mask` argument) says
+    which inputs take part.
 
     Args:
         num_capsules: int, number of output capsules `n_out`.
-        capsule_dim: int, size of each output capsule `d_out`.
+        capsule_dim: int, size of each output capsule `d_out` (columns of
+            its pose).
         num_iterations: int, routing iterations `r`. Defaults to `3`.
         share_weights: bool, one `W_j` for all input capsules. Defaults to
             `False` (a `W_ij` per input and output pair, as in CapsNet).
         kernel_initializer: initializer of the kernel. Defaults to a normal
             of standard deviation 0.1.
         kernel_regularizer: optional regularizer of the kernel.
-        contract: bool, take and return `[logits, poses]`. Defaults to
-            `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
-        inputs: `(batch, n_in, d_in)` input capsules (or `[logits,
-            poses]` with `contract=True`).
+        inputs: `[logits, poses]`, `(batch, n_in)` and `(batch, n_in,
+            d_cov, d_in)` (or on a grid, see `CapsuleRouting`).
         mask: optional bool `(batch, n_in)`, True for input capsules that
             take part.
 
     Returns:
-        `(batch, n_out, d_out)` output capsules, each of length < 1 (or
-        `[logits, poses]` with `contract=True`).
+        `[logits, poses]`: `(batch, n_out)` logits `2 log |s_j|` of the
+        capsules' lengths and `(batch, n_out, d_cov, d_out)` capsules
+        `v_j`, each of length < 1.
 
     Example:
 
     >>> layer = DynamicRouting(num_capsules=10, capsule_dim=16)
-    >>> layer(np.zeros((2, 1152, 8))).shape
-    TensorShape([2, 10, 16])
+    >>> logits, capsules = layer([np.zeros((2, 1152)),
+    ...                           np.ones((2, 1152, 1, 8))])
+    >>> capsules.shape
+    TensorShape([2, 10, 1, 16])
     """
 
     _SHARED_WEIGHTS_HINT = (
@@ -76,18 +75,17 @@ class DynamicRouting(CapsuleRouting):
         share_weights=False,
         kernel_initializer=None,
         kernel_regularizer=None,
-        contract=False,
         **kwargs,
     ):
         super().__init__(
             num_capsules,
             capsule_dim,
-            num_iterations,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
-            contract=contract,
             **kwargs,
         )
+        self.num_iterations = num_iterations
+        validation.check_positive_ints(self, ["num_iterations"])
         self.share_weights = bool(share_weights)
 
     @property
@@ -96,17 +94,6 @@ class DynamicRouting(CapsuleRouting):
 
     def _default_kernel_initializer(self, d_in):
         return keras.initializers.RandomNormal(stddev=_DEFAULT_KERNEL_STDDEV)
-
-    def _own_form_shape(self, input_shape):
-        _, num_inputs, d_in = validation.capsule_shape(
-            self, input_shape, allow_unknown_count=self.share_weights
-        )
-        return num_inputs, 1, d_in
-
-    def _call_own_form(self, inputs, mask):
-        inputs = ops.cast(inputs, self.compute_dtype)
-        _, capsules = self._route(None, inputs[:, :, None, :], mask)
-        return ops.cast(capsules[:, :, 0, :], self.compute_dtype)
 
     def _route(self, logits, poses, mask):
         # Route in float32: float16 agreement sums lose precision.
@@ -130,14 +117,9 @@ class DynamicRouting(CapsuleRouting):
         )
         return squashed_length_logit(capsules, axis=(-2, -1)), capsules
 
-    def votes(self, inputs):
-        """Returns the votes `u_hat[j|i] = W_ij u_i`, `(batch, n_in, n_out,
-        d_out)`, in the compute dtype."""
-        inputs = ops.cast(inputs, self.compute_dtype)
-        return self.capsule_votes(inputs[:, :, None, :])[:, :, :, 0, :]
-
-    def _own_output_shape(self, input_shape):
-        return (input_shape[0], self.num_capsules, self.capsule_dim)
-
     def get_config(self):
-        return {**super().get_config(), "share_weights": self.share_weights}
+        return {
+            **super().get_config(),
+            "num_iterations": self.num_iterations,
+            "share_weights": self.share_weights,
+        }

@@ -13,8 +13,6 @@ from keras_capsules.ops.heinsen_routing import (
 )
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 
-_INPUT_COUNTS = ("fixed", "variable")
-
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class HeinsenRouting(CapsuleRouting):
@@ -23,13 +21,14 @@ class HeinsenRouting(CapsuleRouting):
     Each input capsule `mu_inp[i]` (a `d_cov x d_in` matrix) votes
     `V[i, j] = mu_inp[i] W + B` for each output capsule j, and
     `keras_capsules.ops.heinsen_routing` (Algorithm 1) turns the votes and
-    the input scores into output scores, capsules and variances. Three
-    modes, by how many capsules are known when the layer is built:
+    the input scores into output scores and capsules (the means of the
+    outputs' Gaussian models). The layer speaks the capsule contract (see
+    `CapsuleRouting`): the input scores are logits, the paper's `a_inp`.
+    Three modes, by how many capsules are known when the layer is built:
 
-    - fixed inputs (`num_inputs="fixed"`, the default): weights per input
-      and output pair, `W[i, j]` `(d_in, d_out)`, `B[i, j]` `(d_cov, d_out)`,
-      betas `(n_in, n_out)`;
-    - variable inputs (`num_inputs="variable"`): weights per output only
+    - weights per input and output pair (the default): `W[i, j]` `(d_in,
+      d_out)`, `B[i, j]` `(d_cov, d_out)`, betas `(n_in, n_out)`;
+    - shared weights (`share_weights=True`): weights per output only
       (`W[j]`, `B[j]`, betas `(n_out,)`), so any number of input capsules
       may come, and a Keras mask (or the `mask` argument) marks padding;
     - variable outputs (`num_capsules=None`): one output capsule per input
@@ -51,9 +50,9 @@ class HeinsenRouting(CapsuleRouting):
         capsule_dim: int, columns `d_out` of each output capsule; output
             capsules are `d_cov x d_out`, with the inputs' `d_cov`.
         num_iterations: int >= 1, routing iterations. Defaults to `3`.
-        num_inputs: `"fixed"` (weights per input capsule) or `"variable"`
-            (weights shared across input capsules). Ignored, as variable,
-            when `num_capsules` is None.
+        share_weights: bool, one `W[j]`, `B[j]` and beta pair per output
+            capsule for all input capsules. Defaults to `False`; always
+            shared when `num_capsules` is None.
         tie_betas: bool, `beta_ign = beta_use`. Defaults to `False`.
         kernel_initializer: initializer of `W` (and `A`). Defaults to a
             normal of standard deviation `1 / d_in`.
@@ -61,9 +60,6 @@ class HeinsenRouting(CapsuleRouting):
         epsilon: positive float added to the use totals and the variances
             (see `ops.heinsen_routing`). Defaults to 1e-5, the author's
             code's value.
-        contract: bool, return `[scores, capsules]` without the variances:
-            the capsule contract (see `CapsuleRouting`), whose inputs are
-            this layer's. Defaults to `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -74,22 +70,20 @@ class HeinsenRouting(CapsuleRouting):
             take part; a masked input acts as a score of minus infinity.
 
     Returns:
-        `[scores, capsules, variances]`: `(batch, n_out)` output logits and
-        `(batch, n_out, d_cov, d_out)` means and variances of the outputs'
-        Gaussian models.
+        `[scores, capsules]`: `(batch, n_out)` output logits and `(batch,
+        n_out, d_cov, d_out)` means of the outputs' Gaussian models (their
+        variances: `ops.heinsen_routing` on `votes`).
 
     Example:
 
     >>> layer = HeinsenRouting(num_capsules=5, capsule_dim=4)
-    >>> scores, capsules, variances = layer(
-    ...     [np.zeros((2, 64)), np.ones((2, 64, 4, 4))])
+    >>> scores, capsules = layer([np.zeros((2, 64)), np.ones((2, 64, 4, 4))])
     >>> capsules.shape
     TensorShape([2, 5, 4, 4])
     """
 
     _SHARED_WEIGHTS_HINT = (
-        " For a number of input capsules that varies, pass "
-        "num_inputs='variable'."
+        " For a number of input capsules that varies, pass share_weights=True."
     )
 
     def __init__(
@@ -97,27 +91,25 @@ class HeinsenRouting(CapsuleRouting):
         num_capsules,
         capsule_dim,
         num_iterations=3,
-        num_inputs="fixed",
+        share_weights=False,
         tie_betas=False,
+        epsilon=DEFAULT_EPSILON,
         kernel_initializer=None,
         kernel_regularizer=None,
-        epsilon=DEFAULT_EPSILON,
-        contract=False,
         **kwargs,
     ):
         super().__init__(
             num_capsules,
             capsule_dim,
-            num_iterations,
             kernel_initializer=kernel_initializer,
             kernel_regularizer=kernel_regularizer,
-            contract=contract,
             **kwargs,
         )
+        self.num_iterations = num_iterations
+        validation.check_positive_ints(self, ["num_iterations"])
         check_epsilon(self.name, epsilon)
         self.epsilon = float(epsilon)
-        validation.check_option(self, "num_inputs", num_inputs, _INPUT_COUNTS)
-        self.num_inputs = num_inputs
+        self.share_weights = bool(share_weights) or num_capsules is None
         self.tie_betas = bool(tie_betas)
 
     def _allows_variable_outputs(self):
@@ -131,16 +123,7 @@ class HeinsenRouting(CapsuleRouting):
     @property
     def shares_input_weights(self):
         """Whether all input capsules use the same weights."""
-        return self.variable_outputs or self.num_inputs == "variable"
-
-    def _own_form_shape(self, input_shape):
-        if not isinstance(input_shape, (list, tuple)) or len(input_shape) != 2:
-            raise ValueError(
-                f"`{self.name}` expects two inputs, [scores (batch, n_in), "
-                "capsules (batch, n_in, d_cov, d_in)]. Received input shape "
-                f"{input_shape}."
-            )
-        return self._contract_shape(input_shape)
+        return self.share_weights
 
     def _default_kernel_initializer(self, d_in):
         return keras.initializers.RandomNormal(stddev=1.0 / d_in)
@@ -172,10 +155,6 @@ class HeinsenRouting(CapsuleRouting):
             self.beta_ign = self.add_weight(
                 name="beta_ign", shape=beta_shape, initializer="zeros"
             )
-
-    def _call_own_form(self, inputs, mask):
-        # The contract's inputs, with the variances as a third output.
-        return self._route_contract_inputs(inputs, mask)
 
     def _route(self, scores, capsules, mask):
         beta_use = ops.cast(self.beta_use, "float32")
@@ -246,20 +225,15 @@ class HeinsenRouting(CapsuleRouting):
     def compute_mask(self, inputs, mask=None):
         mask = combined_input_mask(mask)
         if self.variable_outputs and mask is not None:
-            return [mask] * (2 if self.contract else 3)
+            mask = ops.reshape(mask, (ops.shape(mask)[0], -1))  # A grid's.
+            return [mask, mask]
         return None  # A fixed set of output capsules is always present.
-
-    def _own_output_shape(self, input_shape):
-        self._own_form_shape(input_shape)
-        (batch, n_in), (_, _, d_cov, _) = input_shape
-        n_out = self._num_outputs(n_in)
-        capsules_shape = (batch, n_out, d_cov, self.capsule_dim)
-        return [(batch, n_out), capsules_shape, capsules_shape]
 
     def get_config(self):
         return {
             **super().get_config(),
-            "num_inputs": self.num_inputs,
+            "num_iterations": self.num_iterations,
+            "share_weights": self.share_weights,
             "tie_betas": self.tie_betas,
             "epsilon": self.epsilon,
         }

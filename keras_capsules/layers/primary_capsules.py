@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.layers import contract, kernel_arguments, validation
 from keras_capsules.ops.spectral_convolution import (
     spectral_conv2d,
     spectral_is_cheaper,
@@ -21,7 +21,10 @@ class PrimaryCapsules(keras.layers.Layer):
     channels; at each position each group of `capsule_dim` consecutive
     channels is one capsule, squashed (eq. 1). The capsule grid is flattened
     to `n = H' * W' * num_capsule_types` capsules (ordered by row, column,
-    type), so the image size may vary when the next layer allows it.
+    type), so the image size may vary when the next layer allows it. The
+    capsules come in the capsule contract (see `CapsuleRouting`): their
+    length's logit `2 log |s|` (`|v| = sigmoid(2 log |s|)`) and the
+    squashed vector as a `1 x capsule_dim` pose.
 
     Args:
         num_capsule_types: int, capsule types per position (the paper: 32).
@@ -29,12 +32,6 @@ class PrimaryCapsules(keras.layers.Layer):
         kernel_size: int or pair, the convolution window. Defaults to `9`.
         strides: int or pair. Defaults to `2`.
         padding: `"valid"` or `"same"`. Defaults to `"valid"`.
-        kernel_initializer: initializer of the convolution kernel.
-        kernel_regularizer: optional regularizer of the convolution kernel.
-        contract: bool, return the capsule contract `[logits, poses]`
-            (see `CapsuleRouting`): `(batch, n)` logits `2 log |s|` of the
-            capsules' lengths and `(batch, n, 1, capsule_dim)` poses, the
-            squashed capsules. Defaults to `False`.
         convolution_algorithm: how the convolution is computed, with the
             same weights either way: `"direct"` (`keras.layers.Conv2D`),
             `"spectral"` (`ops.spectral_conv2d`: products with DFT
@@ -44,19 +41,23 @@ class PrimaryCapsules(keras.layers.Layer):
             PrimaryCaps: 3.5x fewer; forward and backward 3.4x faster on
             a 2-core CPU), else direct. The two agree to float32 rounding.
             Defaults to `"auto"`.
+        kernel_initializer: initializer of the convolution kernel.
+        kernel_regularizer: optional regularizer of the convolution kernel.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
         inputs: `(batch, H, W, C)` feature maps.
 
     Returns:
-        `(batch, n, capsule_dim)` capsules, each of length < 1.
+        `[logits, poses]`: `(batch, n)` logits of the capsules' lengths and
+        `(batch, n, 1, capsule_dim)` capsules, each of length < 1.
 
     Example:
 
     >>> layer = PrimaryCapsules(num_capsule_types=32, capsule_dim=8)
-    >>> layer(np.zeros((2, 20, 20, 256))).shape
-    TensorShape([2, 1152, 8])
+    >>> logits, capsules = layer(np.zeros((2, 20, 20, 256)))
+    >>> capsules.shape
+    TensorShape([2, 1152, 1, 8])
     """
 
     def __init__(
@@ -66,14 +67,12 @@ class PrimaryCapsules(keras.layers.Layer):
         kernel_size=9,
         strides=2,
         padding="valid",
+        convolution_algorithm="auto",
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
-        contract=False,
-        convolution_algorithm="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.contract = bool(contract)
         validation.check_option(
             self, "convolution_algorithm", convolution_algorithm, _ALGORITHMS
         )
@@ -100,6 +99,10 @@ class PrimaryCapsules(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="convolution",
         )
+
+    @classmethod
+    def from_config(cls, config):
+        return contract.from_config(cls, config)
 
     def build(self, input_shape):
         validation.image_shape(self, input_shape)
@@ -131,12 +134,10 @@ class PrimaryCapsules(keras.layers.Layer):
         )
         # Squash in float32: |s|^2 overflows float16 above 256.
         capsules = squash(ops.cast(capsules, "float32"))
-        if self.contract:
-            return [
-                ops.cast(squashed_length_logit(capsules), self.compute_dtype),
-                ops.cast(capsules[:, :, None, :], self.compute_dtype),
-            ]
-        return ops.cast(capsules, self.compute_dtype)
+        return [
+            ops.cast(squashed_length_logit(capsules), self.compute_dtype),
+            ops.cast(capsules[:, :, None, :], self.compute_dtype),
+        ]
 
     def _computes_spectrally(self, input_shape):
         """Whether this call takes `spectral_conv2d` (see
@@ -159,12 +160,10 @@ class PrimaryCapsules(keras.layers.Layer):
         count = None
         if height is not None and width is not None:
             count = height * width * self.num_capsule_types
-        if self.contract:
-            return [
-                (input_shape[0], count),
-                (input_shape[0], count, 1, self.capsule_dim),
-            ]
-        return (input_shape[0], count, self.capsule_dim)
+        return [
+            (input_shape[0], count),
+            (input_shape[0], count, 1, self.capsule_dim),
+        ]
 
     def get_config(self):
         return {
@@ -174,7 +173,7 @@ class PrimaryCapsules(keras.layers.Layer):
             "kernel_size": self.kernel_size,
             "strides": self.strides,
             "padding": self.padding,
-            **kernel_arguments.kernel_config(self),
-            "contract": self.contract,
             "convolution_algorithm": self.convolution_algorithm,
+            **kernel_arguments.kernel_config(self),
+            **contract.MARKER,
         }

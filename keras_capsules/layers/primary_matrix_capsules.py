@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.layers import contract, kernel_arguments, validation
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -14,7 +14,9 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
     The paper's PrimaryCaps: at each position, the pose of each of the `B`
     capsule types is a linear function of the feature vectors in the
     window (`kernel_size`, 1x1 in the paper), and its activation the
-    logistic of another linear function of them.
+    logistic of another linear function of them. The capsules come in the
+    capsule contract on a grid (see `CapsuleRouting`): the activations'
+    logits and the poses.
 
     Args:
         num_capsule_types: int `B`, capsule types per position (paper: 32).
@@ -26,22 +28,18 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             convolution's bias, the logit of every activation before
             training. Defaults to `"zeros"`.
         kernel_regularizer: optional regularizer of both kernels.
-        contract: bool, return the capsule contract `[logits, poses]`
-            (see `CapsuleRouting`): the grid flattened to `n = H' W' B`
-            capsules (by row, column, type), `(batch, n)` activation
-            logits and `(batch, n, 4, 4)` poses. Defaults to `False`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
         inputs: `(batch, H, W, C)` feature maps.
 
     Returns:
-        `[activations, poses]`: `(batch, H', W', B)` in `(0, 1)` and
-        `(batch, H', W', B, 4, 4)`.
+        `[logits, poses]`: `(batch, H', W', B)` activation logits and
+        `(batch, H', W', B, 4, 4)` poses.
 
     Example:
 
-    >>> activations, poses = PrimaryMatrixCapsules(8)(np.zeros((2, 6, 6, 3)))
+    >>> logits, poses = PrimaryMatrixCapsules(8)(np.zeros((2, 6, 6, 3)))
     >>> poses.shape
     TensorShape([2, 6, 6, 8, 4, 4])
     """
@@ -55,11 +53,9 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         activation_bias_initializer="zeros",
-        contract=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.contract = bool(contract)
         self.num_capsule_types = num_capsule_types
         validation.check_positive_ints(self, ["num_capsule_types"])
         validation.check_option(self, "padding", padding, ("valid", "same"))
@@ -92,6 +88,10 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             name=name,
         )
 
+    @classmethod
+    def from_config(cls, config):
+        return contract.from_config(cls, config)
+
     def build(self, input_shape):
         validation.image_shape(self, input_shape)
         self.pose_convolution.build(input_shape)
@@ -101,25 +101,10 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         poses = self.pose_convolution(inputs)  # (b, H', W', B * 16)
         grid = ops.shape(poses)[:3]
         poses = ops.reshape(poses, (*grid, self.num_capsule_types, 4, 4))
-        logits = self.activation_convolution(inputs)
-        if self.contract:  # Keep a static capsule count where known.
-            height, width = logits.shape[1], logits.shape[2]
-            count = (
-                -1
-                if height is None or width is None
-                else height * width * self.num_capsule_types
-            )
-            return [
-                ops.reshape(logits, (grid[0], count)),
-                ops.reshape(poses, (grid[0], count, 4, 4)),
-            ]
-        return [ops.sigmoid(logits), poses]
+        return [self.activation_convolution(inputs), poses]
 
     def compute_output_shape(self, input_shape):
         grid = self.activation_convolution.compute_output_shape(input_shape)
-        if self.contract:
-            count = None if None in grid[1:] else grid[1] * grid[2] * grid[3]
-            return [(grid[0], count), (grid[0], count, 4, 4)]
         return [grid, (*grid, 4, 4)]
 
     def get_config(self):
@@ -133,5 +118,5 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
             "activation_bias_initializer": keras.initializers.serialize(
                 self.activation_bias_initializer
             ),
-            "contract": self.contract,
+            **contract.MARKER,
         }

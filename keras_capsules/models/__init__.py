@@ -21,18 +21,9 @@ from keras_capsules.models.heinsen import (
     token_embedder,
 )
 from keras_capsules.models.matrix_capsnet import (
-    DEFAULT_RECIPE as DEFAULT_MATRIX_CAPSNET_RECIPE,
-)
-from keras_capsules.models.matrix_capsnet import (
-    RECIPES as MATRIX_CAPSNET_RECIPES,
-)
-from keras_capsules.models.matrix_capsnet import (
     matrix_capsnet,
     small_matrix_capsnet,
     viewpoint_cnn,
-)
-from keras_capsules.models.matrix_capsnet import (
-    recipe_settings as matrix_capsnet_recipe_settings,
 )
 from keras_capsules.models.posterior_measures import (
     expected_presence_count,
@@ -43,8 +34,6 @@ from keras_capsules.models.posterior_measures import (
 from keras_capsules.models.vae import VariationalAutoencoder
 
 __all__ = [
-    "DEFAULT_MATRIX_CAPSNET_RECIPE",
-    "MATRIX_CAPSNET_RECIPES",
     "ROUTINGS",
     "CapsNet",
     "GenerativeCapsuleAutoencoder",
@@ -58,7 +47,6 @@ __all__ = [
     "heinsen_image",
     "heinsen_sequence",
     "matrix_capsnet",
-    "matrix_capsnet_recipe_settings",
     "presence_information",
     "selection_information",
     "small_matrix_capsnet",

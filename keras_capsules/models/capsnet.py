@@ -133,6 +133,8 @@ class CapsNet(keras.Model):
         ):
             layer.build(shape)
             shape = layer.compute_output_shape(shape)
+        _, (batch, count, _, dim) = shape
+        shape = (batch, count, dim)
         self.capsule_length.build(shape)
         self.capsule_mask.build(shape)
         self.decoder.build(shape)
@@ -141,7 +143,8 @@ class CapsNet(keras.Model):
         """Returns the class capsules `(batch, num_classes, capsule_dim)`."""
         features = self.convolution(images)
         primary = self.primary_capsules(features)
-        return self.class_capsules(primary, training=training)
+        _, capsules = self.class_capsules(primary, training=training)
+        return capsules[:, :, 0, :]
 
     def reconstruct(self, capsules, labels=None):
         """Decodes the capsules of `labels` (ids or multi-hot), or of the

@@ -4,27 +4,16 @@ makes, on equal terms."""
 import keras
 
 from keras_capsules import layers, losses
-from keras_capsules.layers import inverse_temperatures as schedules
 
 ROUTINGS = ("dynamic", "em", "heinsen", "regression")
 
-# The routing arguments of each family's class capsules, beyond the
-# shared `num_iterations` and `capsule_dim`. EM takes the library's
-# "standardized" recipe (`models.MATRIX_CAPSNET_RECIPES`;
-# docs/guides/matrix-capsules.md): Procedure 1 as written saturates its
-# activations here. With
-# fewer than 3 classes, whose standardised costs would be constant, it
-# divides the costs by the number of children instead.
-_FAMILY_ARGUMENTS = {
-    "dynamic": {},
-    "em": {
-        "cost_normalization": "standardize",
-        "variance_floor": 5e-4,
-        "assignment_smoothing": 0.8,
-    },
-    "heinsen": {},
-}
-_EM_FINAL_INVERSE_TEMPERATURE = 1.0
+# EM routing of the class capsules: the library's "standardized" preset
+# (`layers.EMRouting.PRESETS`; docs/guides/matrix-capsules.md), whose
+# Procedure 1 as written saturates its activations here, with the
+# classifier's number of iterations. With fewer than 3 classes, whose
+# standardised costs would be constant, it divides the costs by the
+# number of children instead.
+_EM_PRESET = "standardized"
 
 
 def default_backbone(image_shape, filters=(32, 64)):
@@ -53,25 +42,22 @@ def default_backbone(image_shape, filters=(32, 64)):
 def _routing_layer(routing, num_classes, capsule_dim, num_iterations):
     if not isinstance(routing, str):
         return routing
-    arguments = {
-        "num_iterations": num_iterations,
-        "contract": True,
-        "name": "class_capsules",
-        **_FAMILY_ARGUMENTS[routing],
-    }
+    name = "class_capsules"
     if routing == "dynamic":
-        return layers.DynamicRouting(num_classes, capsule_dim, **arguments)
+        return layers.DynamicRouting(
+            num_classes, capsule_dim, num_iterations, name=name
+        )
     if routing == "heinsen":
-        return layers.HeinsenRouting(num_classes, capsule_dim, **arguments)
+        return layers.HeinsenRouting(
+            num_classes, capsule_dim, num_iterations, name=name
+        )
+    settings = layers.EMRouting.preset(_EM_PRESET).replace(
+        num_iterations=num_iterations
+    )
     if num_classes < 3:
-        arguments["cost_normalization"] = "per_child"
+        settings = settings.replace(cost_normalization="per_child")
     return layers.MatrixCapsuleEMRouting(
-        num_classes,
-        capsule_dim=capsule_dim,
-        inverse_temperatures=schedules.linear_inverse_temperatures(
-            num_iterations, _EM_FINAL_INVERSE_TEMPERATURE
-        ),
-        **arguments,
+        num_classes, capsule_dim, routing=settings, name=name
     )
 
 
@@ -89,14 +75,16 @@ def capsule_classifier(
 
     ```none
     backbone         images -> feature maps (batch, H, W, C)
-    primary_caps     1x1 convolutions -> the capsule contract: n = H W B
-                     capsules, (batch, n) logits, (batch, n, 4, 4) poses
+    primary_caps     1x1 convolutions -> the capsule contract on a grid
+    primary_list     the grid as a list: n = H W B capsules, (batch, n)
+                     logits, (batch, n, 4, 4) poses
     class_capsules   the routing family -> (batch, num_classes) logits,
                      (batch, num_classes, 4, capsule_dim) poses
     ```
 
-    The primary stage (`layers.PrimaryMatrixCapsules(contract=True)`) is
-    the same for every family, and each family's class capsules have a
+    The primary stage (`layers.PrimaryMatrixCapsules`, then
+    `layers.FlattenCapsules`) is the same for every family, and each
+    family's class capsules have a
     weight `W[i, j]` of `4 x capsule_dim` per input and class, so the
     families differ only in how they route. `routing="regression"`
     replaces the primary and class capsules with a `CapsuleRegression`
@@ -113,9 +101,9 @@ def capsule_classifier(
         num_classes: int, classes.
         routing: `"dynamic"`, `"em"`, `"heinsen"`, `"regression"`, or a
             layer that keeps the capsule contract. Defaults to `"heinsen"`.
-            `"em"` standardises the class capsules' costs across the
-            classes, or, for fewer than 3 classes, divides them by the
-            number of input capsules.
+            `"em"` routes with the `"standardized"` `layers.EMRouting`
+            (costs standardised across the classes, or, for fewer than 3
+            classes, divided by the number of input capsules).
         backbone: a Keras model (or layer) from images to feature maps
             `(batch, H, W, C)`; None for `default_backbone(image_shape)`.
         num_primary_types: int `B`, primary capsule types per position.
@@ -145,8 +133,9 @@ def capsule_classifier(
         )(flat)
     else:
         capsules = layers.PrimaryMatrixCapsules(
-            num_primary_types, contract=True, name="primary_caps"
+            num_primary_types, name="primary_caps"
         )(features)
+        capsules = layers.FlattenCapsules(name="primary_list")(capsules)
         logits, _ = _routing_layer(
             routing, num_classes, capsule_dim, num_iterations
         )(capsules)

@@ -252,15 +252,15 @@ def part_and_class_routing(
     part capsules of `d_cov x capsule_dim` ("part_routing", one weight
     shared by all inputs), those to `num_classes` class capsules
     ("class_routing"); returns the class scores `(b, num_classes)`."""
-    part_scores, parts, _ = layers.HeinsenRouting(
+    part_scores, parts = layers.HeinsenRouting(
         num_parts,
         capsule_dim,
         num_iterations=num_iterations,
-        num_inputs="variable",
+        share_weights=True,
         epsilon=epsilon,
         name="part_routing",
     )([scores, poses])
-    class_scores, _, _ = layers.HeinsenRouting(
+    class_scores, _ = layers.HeinsenRouting(
         num_classes,
         capsule_dim,
         num_iterations=num_iterations,

@@ -35,7 +35,8 @@ def capsule_health(model, images):
         every child goes to one class) and the largest assignment.
     """
     outputs = [model.get_layer(name).output[0] for name in CAPSULE_LAYERS]
-    activations = keras.Model(model.input, outputs)(images)
+    logits = keras.Model(model.input, outputs)(images)
+    activations = [ops.sigmoid(ops.cast(x, "float32")) for x in logits]
     health = {
         name: _summary(ops.convert_to_numpy(value))
         for name, value in zip(CAPSULE_LAYERS, activations)

@@ -11,7 +11,6 @@ from keras_capsules.ops.capsule_patches import (
 )
 from keras_capsules.ops.compilation import written_once
 from keras_capsules.ops.em_routing import (
-    VARIANCE_FLOOR,
     ActivationCost,
     em_routing_on_patches,
     routing_inputs,
@@ -64,13 +63,7 @@ def conv_em_routing(
     inverse_temperatures,
     strides=1,
     mask=None,
-    *,
-    activation_bias_gain=1.0,
-    cost_scale=1.0,
-    cost_per_mass=False,
-    standardize_costs=False,
-    variance_floor=VARIANCE_FLOOR,
-    assignment_smoothing=0.0,
+    cost=None,
 ):
     """EM routing between convolutional capsule layers.
 
@@ -101,14 +94,10 @@ def conv_em_routing(
         strides: int `s`. Defaults to `1`.
         mask: optional bool `(batch, H, W, B)`, True for children that take
             part.
-        activation_bias_gain, cost_scale, cost_per_mass,
-            standardize_costs, variance_floor: as for `em_routing` (costs
-            are standardised across the `C` parent types at each
-            position).
-        assignment_smoothing: float `eps` in `[0, 1)`: each M-step after
-            the first weighs the votes by `(1 - eps) R_ij + eps R0_ij`, with
-            `R0_ij` the first, uniform assignment of the child over its
-            parents. Defaults to `0.0` (Procedure 1).
+        cost: optional `ActivationCost`, as for `em_routing` (costs are
+            standardised across the `C` parent types at each position;
+            assignment smoothing keeps a share of the child's first,
+            uniform assignment over its parents). None for Procedure 1.
 
     Returns:
         `(activations, means, variances)`: `(batch, H', W', C)` activations
@@ -127,14 +116,7 @@ def conv_em_routing(
         inverse_temperatures,
         strides,
         mask,
-        ActivationCost(
-            activation_bias_gain,
-            cost_scale,
-            cost_per_mass,
-            standardize_costs,
-            variance_floor,
-            assignment_smoothing,
-        ),
+        cost or ActivationCost(),
     )
 
 
@@ -146,20 +128,18 @@ def conv_em_routing_by_parent(
     inverse_temperatures,
     strides=1,
     mask=None,
-    *,
-    activation_bias_gain=1.0,
-    cost_scale=1.0,
-    cost_per_mass=False,
-    standardize_costs=False,
-    variance_floor=VARIANCE_FLOOR,
-    assignment_smoothing=0.0,
+    cost=None,
     vote_offset=None,
+    return_logits=False,
 ):
     """`conv_em_routing` of votes laid out with the parent types before
     the receptive field, `(batch, H', W', C, K, K, B, h)`, the layout it
     routes in (`capsule_votes.conv_capsule_votes` makes them so): no
     transpose of the votes. The arguments and results are otherwise
-    `conv_em_routing`'s, and one more:
+    `conv_em_routing`'s, and two more:
+
+    `return_logits`: bool, return the activations' logits instead of the
+    activations (as `em_routing`'s). Defaults to `False`.
 
     `vote_offset`: optional float `(batch, H', W', C, h)`, each parent's
     activation-weighted mean vote `sum_i a_i V_ij / sum_i a_i` over its
@@ -197,15 +177,9 @@ def conv_em_routing_by_parent(
         inverse_temperatures,
         strides,
         mask,
-        ActivationCost(
-            activation_bias_gain,
-            cost_scale,
-            cost_per_mass,
-            standardize_costs,
-            variance_floor,
-            assignment_smoothing,
-        ),
+        cost or ActivationCost(),
         vote_offset,
+        return_logits,
     )
 
 
@@ -221,6 +195,7 @@ def _route_by_parent(
     mask,
     options,
     vote_offset=None,
+    return_logits=False,
 ):
     """The routing of parent-major votes `(batch, H', W', C, K, K, B, h)`."""
     rows, columns, types, kernel_size, _, child_types, dim = votes.shape[1:]
@@ -288,7 +263,7 @@ def _route_by_parent(
     return tuple(
         ops.cast(tensor, output_dtype)
         for tensor in (
-            ops.reshape(ops.sigmoid(logits), grid),
+            ops.reshape(logits if return_logits else ops.sigmoid(logits), grid),
             ops.reshape(means, (*grid, dim)),
             ops.reshape(variances, (*grid, dim)),
         )

@@ -425,12 +425,12 @@ def em_routing_trace(
     beta_a,
     inverse_temperatures,
     mask=None,
-    **cost_options,
+    cost=None,
 ):
     """Runs `em_routing` and returns, for each iteration, its assignments
     `R_ij` `(batch, n_in, n_out)` and means `(batch, n_out, h)`: what the
     paper's Fig. 2 plots (vote distances to the means, weighted by `R`).
-    `cost_options` are `em_routing`'s keyword arguments."""
+    The arguments are `em_routing`'s."""
     trace = []
     _dense_routing(
         votes,
@@ -439,7 +439,7 @@ def em_routing_trace(
         beta_a,
         inverse_temperatures,
         mask,
-        ActivationCost(**cost_options),
+        cost or ActivationCost(),
         trace,
     )
     return [
@@ -455,13 +455,7 @@ def em_routing(
     beta_a,
     inverse_temperatures,
     mask=None,
-    *,
-    activation_bias_gain=1.0,
-    cost_scale=1.0,
-    cost_per_mass=False,
-    standardize_costs=False,
-    variance_floor=VARIANCE_FLOOR,
-    assignment_smoothing=0.0,
+    cost=None,
     return_logits=False,
 ):
     """Routes votes with EM (Hinton, Sabour, Frosst 2018, Procedure 1).
@@ -488,8 +482,8 @@ def em_routing(
     domain. Variances carry `VARIANCE_FLOOR`. A masked input (`mask`
     False) acts as activation 0: it changes no output.
 
-    The keyword arguments change how the cost becomes an activation (see
-    `ActivationCost`); their defaults give Procedure 1 as written:
+    `cost`, an `ActivationCost`, changes how the cost becomes an
+    activation; its defaults give Procedure 1 as written:
     `logit_j = lambda (activation_bias_gain beta_a - F cost_j)` with
     `F = cost_scale`, `cost_j` without its factor `sum_i R_ij` when
     `cost_per_mass`, standardised across the output capsules when
@@ -505,12 +499,7 @@ def em_routing(
         inverse_temperatures: floats, one `lambda` per iteration; their
             number is the number of iterations.
         mask: optional bool `(batch, n_in)`, True for inputs that take part.
-        activation_bias_gain: float `g > 0`. Defaults to `1.0`.
-        cost_scale: float `F > 0`. Defaults to `1.0`.
-        cost_per_mass: bool. Defaults to `False`.
-        standardize_costs: bool. Defaults to `False`.
-        variance_floor: float `> 0`. Defaults to `VARIANCE_FLOOR`.
-        assignment_smoothing: float in `[0, 1)`. Defaults to `0.0`.
+        cost: optional `ActivationCost`; None for Procedure 1 as written.
         return_logits: bool, return the activations' logits
             `logit_j` (`a_j = logistic(logit_j)`) instead of `a_j`, exact
             where `a_j` rounds to 0 or 1. Defaults to `False`.
@@ -519,15 +508,15 @@ def em_routing(
         `(activations, means, variances)`: `(batch, n_out)` activations in
         `[0, 1]` (or their logits) and `(batch, n_out, h)` means and
         variances.
+
+    Example:
+
+    >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 16))
+    >>> activations, means, variances = em_routing(
+    ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3), [1.0, 2.0, 3.0])
+    >>> means.shape
+    TensorShape([2, 3, 16])
     """
-    options = ActivationCost(
-        activation_bias_gain,
-        cost_scale,
-        cost_per_mass,
-        standardize_costs,
-        variance_floor,
-        assignment_smoothing,
-    )
     return _dense_routing(
         votes,
         activations,
@@ -535,6 +524,6 @@ def em_routing(
         beta_a,
         inverse_temperatures,
         mask,
-        options,
+        cost or ActivationCost(),
         return_logits=return_logits,
     )

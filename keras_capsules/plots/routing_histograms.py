@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
-from keras_capsules.layers import em_activation  # noqa: E402
+from keras_capsules.layers import em_activation, legacy  # noqa: E402
 from keras_capsules.ops.em_routing import em_routing_trace  # noqa: E402
 
 
@@ -20,7 +20,11 @@ def vote_distances(model, images, layer_name="class_capsules"):
     entries) and `R_ij`."""
     layer = model.get_layer(layer_name)
     inputs = keras.Model(model.input, layer.input)(images)
-    activations, poses = (ops.cast(x, "float32") for x in inputs)
+    logits, poses = (ops.cast(x, "float32") for x in inputs)
+    # A model saved before the capsule contract was the only form passes
+    # activations, not their logits.
+    former = isinstance(layer, legacy.FormerMatrixCapsuleEMRouting)
+    activations = logits if former else ops.sigmoid(logits)
     votes = layer.votes(poses)
     batch = ops.shape(votes)[0]
     trace = em_routing_trace(
@@ -29,7 +33,7 @@ def vote_distances(model, images, layer_name="class_capsules"):
         ops.cast(layer.beta_u, "float32"),
         ops.cast(layer.beta_a, "float32"),
         layer.inverse_temperature_weight,
-        **em_activation.op_arguments(layer, votes.shape[1]),
+        cost=em_activation.op_cost(layer, votes.shape[1]),
     )
     votes = ops.convert_to_numpy(votes)
     results = []

@@ -14,10 +14,6 @@ def normal(*shape):
     return np.random.default_rng(0).normal(size=shape).astype("float32")
 
 
-def uniform(*shape):
-    return np.random.default_rng(1).uniform(size=shape).astype("float32")
-
-
 class LayerInputSizesTest(tf.test.TestCase):
     def assert_refused(self, layer, inputs, expected_size):
         with self.assertRaisesRegex(
@@ -27,12 +23,21 @@ class LayerInputSizesTest(tf.test.TestCase):
 
     def test_dynamic_routing(self):
         layer = layers.DynamicRouting(3, 4)
-        layer(normal(2, 6, 8))
-        self.assert_refused(layer, normal(2, 6, 5), 8)  # d_in
-        self.assert_refused(layer, normal(2, 7, 8), 6)  # n_in
+        layer([normal(2, 6), normal(2, 6, 1, 8)])
+        self.assert_refused(layer, [normal(2, 6), normal(2, 6, 1, 5)], 8)
+        self.assert_refused(layer, [normal(2, 7), normal(2, 7, 1, 8)], 6)
+        self.assert_refused(layer, [normal(2, 6), normal(2, 6, 4, 8)], 1)
         shared = layers.DynamicRouting(3, 4, share_weights=True)
-        shared(normal(2, 6, 8))
-        self.assertEqual(shared(normal(2, 9, 8)).shape, (2, 3, 4))
+        shared([normal(2, 6), normal(2, 6, 1, 8)])
+        _, capsules = shared([normal(2, 9), normal(2, 9, 1, 8)])
+        self.assertEqual(capsules.shape, (2, 3, 1, 4))
+        # A grid is routed as a list of its capsules.
+        grid = layers.DynamicRouting(3, 4)
+        _, capsules = grid([normal(2, 2, 3, 4), normal(2, 2, 3, 4, 1, 8)])
+        self.assertEqual(capsules.shape, (2, 3, 1, 4))
+        self.assert_refused(
+            grid, [normal(2, 3, 3, 4), normal(2, 3, 3, 4, 1, 8)], 2
+        )
 
     def test_heinsen_routing(self):
         layer = layers.HeinsenRouting(3, 4)
@@ -42,22 +47,26 @@ class LayerInputSizesTest(tf.test.TestCase):
 
     def test_matrix_capsule_em_routing(self):
         listed = layers.MatrixCapsuleEMRouting(3)
-        listed([uniform(2, 6), normal(2, 6, 4, 4)])
-        self.assert_refused(listed, [uniform(2, 7), normal(2, 7, 4, 4)], 6)
+        listed([normal(2, 6), normal(2, 6, 4, 4)])
+        self.assert_refused(listed, [normal(2, 7), normal(2, 7, 4, 4)], 6)
         grid = layers.MatrixCapsuleEMRouting(3)
-        grid([uniform(2, 3, 3, 5), normal(2, 3, 3, 5, 4, 4)])
+        grid([normal(2, 3, 3, 5), normal(2, 3, 3, 5, 4, 4)])
         # Any grid size: the weights are per capsule type ...
-        activations, _ = grid([uniform(2, 4, 2, 5), normal(2, 4, 2, 5, 4, 4)])
-        self.assertEqual(activations.shape, (2, 3))
+        logits, _ = grid([normal(2, 4, 2, 5), normal(2, 4, 2, 5, 4, 4)])
+        self.assertEqual(logits.shape, (2, 3))
         # ... but not another number of types.
         self.assert_refused(
-            grid, [uniform(2, 3, 3, 6), normal(2, 3, 3, 6, 4, 4)], 5
+            grid, [normal(2, 3, 3, 6), normal(2, 3, 3, 6, 4, 4)], 5
         )
 
-    def test_contract_form_and_capsule_regression(self):
-        layer = layers.DynamicRouting(3, 4, contract=True)
-        layer([normal(2, 6), normal(2, 6, 4, 4)])
-        self.assert_refused(layer, [normal(2, 6), normal(2, 6, 4, 5)], 4)
+    def test_conv_matrix_capsules(self):
+        layer = layers.ConvMatrixCapsules(3, 3)
+        layer([normal(2, 5, 5, 2), normal(2, 5, 5, 2, 4, 4)])
+        self.assert_refused(
+            layer, [normal(2, 5, 5, 3), normal(2, 5, 5, 3, 4, 4)], 2
+        )
+
+    def test_capsule_regression(self):
         regression = layers.CapsuleRegression(3, 2)
         regression(normal(2, 10))
         self.assert_refused(regression, normal(2, 12), 10)
@@ -66,6 +75,9 @@ class LayerInputSizesTest(tf.test.TestCase):
 class LayerArgumentsTest(tf.test.TestCase):
     def test_standardized_costs_need_three_output_types(self):
         # Z-scores of two costs are -1 and +1 whatever the costs.
+        def settings(normalization):
+            return layers.EMRouting(cost_normalization=normalization)
+
         makers = (
             lambda count, **kwargs: layers.MatrixCapsuleEMRouting(
                 count, **kwargs
@@ -80,9 +92,9 @@ class LayerArgumentsTest(tf.test.TestCase):
                     with self.assertRaisesRegex(
                         ValueError, f"at least 3 .*Received {count}"
                     ):
-                        make(count, cost_normalization=normalization)
-                make(3, cost_normalization=normalization)
-            make(2, cost_normalization="per_child")
+                        make(count, routing=settings(normalization))
+                make(3, routing=settings(normalization))
+            make(2, routing=settings("per_child"))
 
 
 if __name__ == "__main__":

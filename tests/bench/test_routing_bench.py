@@ -230,9 +230,11 @@ class RoutingBenchTest(tf.test.TestCase):
 
     def test_forward_backward_step_in_each_mode_gives_one_gradient(self):
         layer = layers.DynamicRouting(2, 3)
-        inputs = tf.constant(
-            np.random.default_rng(0).normal(size=(2, 4, 5)), tf.float32
-        )
+        rng = np.random.default_rng(0)
+        inputs = [
+            tf.constant(rng.normal(size=(2, 4)), tf.float32),
+            tf.constant(rng.normal(size=(2, 4, 1, 5)), tf.float32),
+        ]
         results = [
             measure.forward_backward_step(layer, inputs, mode)()
             for mode in ("eager", "graph", "xla")

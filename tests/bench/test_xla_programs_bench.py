@@ -16,7 +16,7 @@ class XlaProgramsBenchTest(tf.test.TestCase):
             (
                 layers.ConvMatrixCapsules(2, 3, 1),
                 [
-                    tf.constant(rng.uniform(size=(4, 4, 4, 2)), tf.float32),
+                    tf.constant(rng.normal(size=(4, 4, 4, 2)), tf.float32),
                     tf.constant(
                         rng.normal(size=(4, 4, 4, 2, 4, 4)), tf.float32
                     ),
@@ -24,7 +24,10 @@ class XlaProgramsBenchTest(tf.test.TestCase):
             ),
             (
                 layers.DynamicRouting(2, 3),
-                tf.constant(rng.normal(size=(4, 5, 6)), tf.float32),
+                [
+                    tf.constant(rng.normal(size=(4, 5)), tf.float32),
+                    tf.constant(rng.normal(size=(4, 5, 1, 6)), tf.float32),
+                ],
             ),
         ]
         for layer, inputs in cases:
@@ -41,7 +44,7 @@ class XlaProgramsBenchTest(tf.test.TestCase):
                     )
 
     def test_a_batch_that_does_not_divide_is_refused(self):
-        inputs = tf.zeros((3, 5, 6))
+        inputs = [tf.zeros((3, 5)), tf.zeros((3, 5, 1, 6))]
         with self.assertRaisesRegex(ValueError, "batch of 3 into 2"):
             measure.forward_backward_step_in_parts(
                 layers.DynamicRouting(2, 3), inputs, 2

@@ -10,9 +10,11 @@ from keras_capsules import callbacks, layers, losses
 def tiny_model():
     inputs = keras.Input((6, 6, 2))
     capsules = layers.PrimaryMatrixCapsules(2)(inputs)
-    capsules = layers.ConvMatrixCapsules(2, 3, num_iterations=2)(capsules)
-    activations, _ = layers.MatrixCapsuleEMRouting(3)(capsules)
-    return keras.Model(inputs, activations)
+    capsules = layers.ConvMatrixCapsules(
+        2, 3, routing=layers.EMRouting(num_iterations=2)
+    )(capsules)
+    logits, _ = layers.MatrixCapsuleEMRouting(3)(capsules)
+    return keras.Model(inputs, keras.layers.Activation("sigmoid")(logits))
 
 
 class InverseTemperatureScheduleTest(tf.test.TestCase):
@@ -34,7 +36,7 @@ class InverseTemperatureScheduleTest(tf.test.TestCase):
             verbose=0,
         )
         self.assertEqual(sorted(set(seen)), [(0, 2), (0, 3), (1, 2), (1, 3)])
-        routing = model.layers[-1]
+        routing = model.layers[-2]
         self.assertAllClose(
             routing.inverse_temperature_weight, [0.002, 0.004, 0.006]
         )

@@ -57,23 +57,19 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(served["activations"], activations, atol=1e-5)
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
-        self.assertEqual(results["flags"]["margin_schedule"], "linear")
         self.assertEqual(results["flags"]["recipe"], "standardized")
         self.assertEqual(
-            results["recipe_settings"]["cost_normalization"], "standardize"
+            results["routing"]["cost_normalization"], "standardize"
         )
+        self.assertEqual(results["routing"]["num_iterations"], 2)
 
-    def test_paper_recipe_with_a_flag_override(self):
+    def test_paper_recipe_with_overrides(self):
         directory = tempfile.mkdtemp()
         results = run_in_process(
             train_matrix_capsules,
             dataset="procedural_shapes",
             model="small",
-            recipe="paper",
-            variance_floor=5e-4,
-            assignment_smoothing=0.5,
-            class_routing_iterations=2,
-            margin_schedule="sigmoid",
+            recipe="paper:variance_floor=5e-4,assignment_smoothing=0.5",
             train_size=32,
             test_size=16,
             batch_size=16,
@@ -82,21 +78,29 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             jit_compile="false",
             model_dir=directory,
         )
-        self.assertEqual(results["flags"]["margin_schedule"], "sigmoid")
         model = keras.models.load_model(
             os.path.join(directory, "matrix_capsnet.keras")
         )
-        layer = model.get_layer("conv_caps1")
-        self.assertEqual(layer.cost_normalization, "none")
-        self.assertEqual(layer.variance_floor, 5e-4)
-        self.assertEqual(layer.assignment_smoothing, 0.5)
-        self.assertEqual(layer.num_iterations, 3)
-        self.assertAllClose(
-            layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
-        )
-        classes = model.get_layer("class_capsules")
-        self.assertEqual(classes.num_iterations, 2)
-        self.assertAllClose(classes.inverse_temperatures, [5e-4, 1e-3])
+        for name in ("conv_caps1", "conv_caps2", "class_capsules"):
+            routing = model.get_layer(name).routing
+            self.assertEqual(routing.cost_normalization, "none")
+            self.assertEqual(routing.variance_floor, 5e-4)
+            self.assertEqual(routing.assignment_smoothing, 0.5)
+            self.assertEqual(routing.num_iterations, 3)
+            self.assertAllClose(
+                model.get_layer(name).inverse_temperature_weight,
+                [1e-3 / 3, 2e-3 / 3, 1e-3],
+            )
+        self.assertEqual(results["routing"]["variance_floor"], 5e-4)
+
+    def test_a_recipe_override_that_is_not_a_field_is_refused(self):
+        with self.assertRaisesRegex(Exception, "overrides fields of"):
+            run_in_process(
+                train_matrix_capsules,
+                dataset="procedural_shapes",
+                recipe="paper:floor=5e-4",
+                model_dir=tempfile.mkdtemp(),
+            )
 
     def test_batch_parts_train_in_slices_and_save_the_wrapper(self):
         directory = tempfile.mkdtemp()

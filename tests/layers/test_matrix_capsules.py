@@ -11,30 +11,39 @@ from tests.ops.test_conv_em_routing import dense_problem
 
 
 def random_capsules(rng, grid, types):
+    """`(activations, poses)` of two examples' capsules."""
     return (
-        rng.uniform(0.05, 1.0, (2, *grid, types)).astype("float32"),
+        rng.uniform(0.05, 0.95, (2, *grid, types)).astype("float32"),
         rng.normal(size=(2, *grid, types, 4, 4)).astype("float32"),
     )
 
 
+def logit(activations):
+    return np.log(activations / (1 - activations)).astype("float32")
+
+
+def sigmoid(logits):
+    return 1 / (1 + np.exp(-np.asarray(logits, np.float64)))
+
+
 class PrimaryMatrixCapsulesTest(tf.test.TestCase):
-    def test_poses_and_activations_come_from_the_two_convolutions(self):
+    def test_poses_and_logits_come_from_the_two_convolutions(self):
         layer = layers.PrimaryMatrixCapsules(3, kernel_size=2)
         images = np.random.default_rng(0).normal(size=(2, 5, 4, 6))
-        activations, poses = layer(images.astype("float32"))
+        logits, poses = layer(images.astype("float32"))
         self.assertEqual(poses.shape, (2, 4, 3, 3, 4, 4))
         linear = layer.pose_convolution(images.astype("float32"))
         self.assertAllClose(poses, np.reshape(linear, (2, 4, 3, 3, 4, 4)))
-        logits = layer.activation_convolution(images.astype("float32"))
-        self.assertAllClose(activations, 1 / (1 + np.exp(-np.asarray(logits))))
+        expected = layer.activation_convolution(images.astype("float32"))
+        self.assertAllClose(logits, expected)
 
     def test_rejects_flat_inputs(self):
         with self.assertRaisesRegex(ValueError, r"\(batch, H, W, C\)"):
             layers.PrimaryMatrixCapsules(3)(np.zeros((2, 5), "float32"))
 
 
-# Layer arguments and the reference's matching keywords; 18 children per
-# parent (3x3 kernel, 2 child types).
+# `layers.EMRouting` fields and the reference's matching keywords; 18
+# children per parent (3x3 kernel, 2 child types).
 ACTIVATION_OPTIONS = (
     ("paper", {}, {}),
     (
@@ -72,8 +81,9 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
             types_out,
             3,
             strides=strides,
-            inverse_temperatures=lambdas,
-            **layer_options,
+            routing=layers.EMRouting(
+                num_iterations=3, final_inverse_temperature=1.5, **layer_options
+            ),
         )
         if "standardize" in layer_options.get("cost_normalization", ""):
             reference_options = {
@@ -84,7 +94,7 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
         layer.build([activations.shape, poses.shape])
         layer.beta_u.assign(rng.normal(scale=0.3, size=types_out))
         layer.beta_a.assign(rng.normal(scale=0.3, size=types_out))
-        got_activations, got_poses = layer([activations, poses])
+        got_logits, got_poses = layer([logit(activations), poses])
         kernel = np.asarray(layer.kernel, np.float64)
         rows = (height - 3) // strides + 1
         votes = np.zeros((rows, rows, 3, 3, types_in, types_out, 16))
@@ -111,7 +121,9 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
                 **reference_options,
             )
             self.assertAllClose(
-                got_activations[b], a.reshape(rows, rows, types_out), atol=1e-4
+                sigmoid(got_logits[b]),
+                a.reshape(rows, rows, types_out),
+                atol=1e-4,
             )
             self.assertAllClose(
                 got_poses[b],
@@ -125,14 +137,15 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
         activations, poses = random_capsules(rng, (4, 5), 2)
         same = layers.ConvMatrixCapsules(3, 3, strides=2, padding="same")
         valid = layers.ConvMatrixCapsules(3, 3, strides=2)
-        out_same = same([activations, poses])
+        out_same = same([logit(activations), poses])
         self.assertEqual(out_same[0].shape, (2, 2, 3, 3))
         valid.build([(2, 5, 7, 2), (2, 5, 7, 2, 4, 4)])
         valid.set_weights(same.get_weights())
         padding = [[0, 0], [0, 1], [1, 1], [0, 0]]  # total 1 and 2
+        # Activation 0 around the grid: a logit of minus infinity.
         out_valid = valid(
             [
-                np.pad(activations, padding),
+                np.pad(logit(activations), padding, constant_values=-1e9),
                 np.pad(poses, padding + [[0, 0], [0, 0]]),
             ]
         )
@@ -144,16 +157,18 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
         activations, poses = random_capsules(rng, (4, 4), 2)
         mask = rng.uniform(size=activations.shape) > 0.3
         layer = layers.ConvMatrixCapsules(2, 3)
-        masked = layer([activations, poses], mask=[mask, None])
-        zeroed = layer([activations * mask, poses])
+        masked = layer([logit(activations), poses], mask=[mask, None])
+        zeroed = layer([np.where(mask, logit(activations), -1e9), poses])
         for got, want in zip(masked, zeroed):
             self.assertAllClose(got, want)
 
     def test_rejects_bad_arguments(self):
-        with self.assertRaisesRegex(ValueError, "inverse_temperatures"):
-            layers.ConvMatrixCapsules(
-                2, num_iterations=2, inverse_temperatures=[1.0]
-            )
+        with self.assertRaisesRegex(ValueError, "num_iterations"):
+            layers.EMRouting(num_iterations=0)
+        with self.assertRaisesRegex(ValueError, "final_inverse_temperature"):
+            layers.EMRouting(final_inverse_temperature=-1.0)
+        with self.assertRaisesRegex(ValueError, "preset 'fast'.*paper"):
+            layers.ConvMatrixCapsules(2, routing="fast")
         with self.assertRaisesRegex(ValueError, "at least 3x3"):
             layers.ConvMatrixCapsules(2, 3)(
                 [np.ones((1, 2, 4, 2)), np.ones((1, 2, 4, 2, 4, 4))]
@@ -161,44 +176,67 @@ class ConvMatrixCapsulesTest(tf.test.TestCase, parameterized.TestCase):
         with self.assertRaisesRegex(ValueError, r"\[activations, poses\]"):
             layers.ConvMatrixCapsules(2, 3)(np.ones((1, 4, 4, 2, 4, 4)))
         with self.assertRaisesRegex(ValueError, "cost_normalization.*'z'"):
-            layers.ConvMatrixCapsules(2, cost_normalization="z")
+            layers.EMRouting(cost_normalization="z")
         for name in (
             "activation_bias_gain",
             "variance_floor",
             "assignment_smoothing",
         ):
             with self.assertRaisesRegex(ValueError, f"`{name}`.*-1"):
-                layers.MatrixCapsuleEMRouting(2, **{name: -1})
+                layers.MatrixCapsuleEMRouting(2, routing={name: -1})
         with self.assertRaisesRegex(ValueError, "assignment_smoothing.*1"):
-            layers.ConvMatrixCapsules(2, assignment_smoothing=1)
+            layers.EMRouting(assignment_smoothing=1)
 
     def test_per_child_cost_needs_a_known_child_count(self):
-        layer = layers.MatrixCapsuleEMRouting(3, cost_normalization="per_child")
+        layer = layers.MatrixCapsuleEMRouting(
+            3, routing=layers.EMRouting(cost_normalization="per_child")
+        )
         grid = tf.TensorSpec((None, None, None, 4))
         poses = tf.TensorSpec((None, None, None, 4, 4, 4))
         route = tf.function(lambda a, p: layer([a, p]), [grid, poses])
         with self.assertRaisesRegex(ValueError, "per_child.*known number"):
             route.get_concrete_function()
 
-    def test_activation_arguments_round_trip_through_the_config(self):
-        layer = layers.ConvMatrixCapsules(
-            3,
+    def test_routing_settings_round_trip_through_the_config(self):
+        routing = layers.EMRouting(
+            num_iterations=2,
+            schedule="geometric",
             activation_bias_gain=50.0,
             cost_normalization="standardize",
             variance_floor=5e-4,
             assignment_smoothing=0.8,
         )
-        config = layers.ConvMatrixCapsules.from_config(
-            layer.get_config()
-        ).get_config()
-        self.assertEqual(config["activation_bias_gain"], 50.0)
-        self.assertEqual(config["cost_normalization"], "standardize")
-        self.assertEqual(config["variance_floor"], 5e-4)
-        self.assertEqual(config["assignment_smoothing"], 0.8)
-        # Configs written before the argument existed load as the paper.
-        del config["assignment_smoothing"]
+        layer = layers.ConvMatrixCapsules(3, routing=routing)
+        restored = layers.ConvMatrixCapsules.from_config(layer.get_config())
+        self.assertEqual(restored.routing, routing)
+        self.assertEqual(restored.num_iterations, 2)
+
+    def test_configs_of_earlier_releases_load_their_routing(self):
+        # The separate arguments of earlier releases, some left out (the
+        # paper's defaults), an explicit schedule among them.
+        config = layers.ConvMatrixCapsules(3).get_config()
+        del config["routing"], config["contract"]
+        config.update(
+            num_iterations=2,
+            inverse_temperatures=[0.05, 0.0975],
+            cost_normalization="standardize",
+        )
         layer = layers.ConvMatrixCapsules.from_config(config)
-        self.assertEqual(layer.assignment_smoothing, 0.0)
+        self.assertEqual(
+            layer.routing,
+            layers.EMRouting(
+                num_iterations=2,
+                final_inverse_temperature=1.0,
+                schedule="geometric",
+                cost_normalization="standardize",
+            ),
+        )
+        # Without the contract's marker: the former form, activations in.
+        activations, poses = random_capsules(
+            np.random.default_rng(7), (4, 4), 2
+        )
+        former, _ = layer([activations, poses])
+        self.assertBetween(float(np.min(former)), 0.0, 1.0)
 
 
 class MatrixCapsuleEMRoutingTest(tf.test.TestCase):
@@ -206,7 +244,7 @@ class MatrixCapsuleEMRoutingTest(tf.test.TestCase):
         rng = np.random.default_rng(4)
         activations, poses = random_capsules(rng, (2, 3), 2)
         layer = layers.MatrixCapsuleEMRouting(4)
-        layer([activations, poses])
+        layer([logit(activations), poses])
         with_coordinates = np.asarray(layer.votes(poses)).reshape(
             2, 2, 3, 2, 4, 4, 4
         )
@@ -230,8 +268,9 @@ class MatrixCapsuleEMRoutingTest(tf.test.TestCase):
         rng = np.random.default_rng(5)
         layer = layers.MatrixCapsuleEMRouting(3)
         for grid in ((2, 2), (4, 3)):
-            activations, _ = layer(list(random_capsules(rng, grid, 5)))
-            self.assertEqual(activations.shape, (2, 3))
+            activations, poses = random_capsules(rng, grid, 5)
+            logits, _ = layer([logit(activations), poses])
+            self.assertEqual(logits.shape, (2, 3))
 
     def test_masked_capsules_change_nothing(self):
         rng = np.random.default_rng(6)
@@ -242,13 +281,13 @@ class MatrixCapsuleEMRoutingTest(tf.test.TestCase):
         mask[:, 4:] = False
         garbage = poses.copy()
         garbage[:, 4:] = 1e3
-        masked = layer([activations, garbage], mask=[mask, mask])
-        zeroed = layer([activations * mask, poses])
+        masked = layer([logit(activations), garbage], mask=[mask, mask])
+        zeroed = layer([np.where(mask, logit(activations), -1e9), poses])
         for got, want in zip(masked, zeroed):
             self.assertAllClose(got, want, atol=1e-5)
 
     def test_list_inputs_need_a_known_count(self):
-        with self.assertRaisesRegex(ValueError, "known last capsule axis"):
+        with self.assertRaisesRegex(ValueError, "a known number of input"):
             layers.MatrixCapsuleEMRouting(2)(
                 [keras.Input((None,)), keras.Input((None, 4, 4))]
             )

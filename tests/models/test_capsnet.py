@@ -35,7 +35,7 @@ class CapsNetTest(tf.test.TestCase):
         model = models.capsnet((28, 28, 1), 10)
         self.assertEqual(
             model.primary_capsules.compute_output_shape((None, 20, 20, 256)),
-            (None, 1152, 8),
+            [(None, 1152), (None, 1152, 1, 8)],
         )
         self.assertEqual(model.class_capsules.kernel.shape, (1152, 10, 8, 16))
         self.assertEqual(model(np.zeros((2, 28, 28, 1))).shape, (2, 10))

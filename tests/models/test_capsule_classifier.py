@@ -89,7 +89,7 @@ class CapsuleClassifierTest(tf.test.TestCase, parameterized.TestCase):
             (12, 12, 1),
             3,
             routing=layers.HeinsenRouting(
-                3, 2, num_iterations=2, contract=True, name="class_capsules"
+                3, 2, num_iterations=2, name="class_capsules"
             ),
             backbone=backbone,
         )

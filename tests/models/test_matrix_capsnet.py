@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_capsules import losses, models
+from keras_capsules import layers, losses, models
 
 
 class MatrixCapsNetTest(tf.test.TestCase):
@@ -18,12 +18,14 @@ class MatrixCapsNetTest(tf.test.TestCase):
         # each 32-type conv caps 147,456 + 64 betas + 3 lambdas, class
         # capsules 2,560 + 10 betas + 3 lambdas.
         self.assertEqual(
-            models.matrix_capsnet(num_classes=5, recipe="paper").count_params(),
+            models.matrix_capsnet(
+                num_classes=5, routing="paper"
+            ).count_params(),
             316_403,
         )
         self.assertEqual(
             models.small_matrix_capsnet(
-                num_classes=5, recipe="paper"
+                num_classes=5, routing="paper"
             ).count_params(),
             67_163,
         )
@@ -32,7 +34,9 @@ class MatrixCapsNetTest(tf.test.TestCase):
         )
 
     def test_small_model_trains_saves_and_loads(self):
-        model = models.small_matrix_capsnet(3, (24, 24, 1), num_iterations=2)
+        model = models.small_matrix_capsnet(
+            3, (24, 24, 1), routing=layers.EMRouting(num_iterations=2)
+        )
         model.compile("adam", losses.SpreadLoss(), jit_compile=False)
         rng = np.random.default_rng(0)
         x = rng.normal(size=(4, 24, 24, 1)).astype("float32")
@@ -47,33 +51,25 @@ class MatrixCapsNetTest(tf.test.TestCase):
         self.assertAllClose(restored.predict(x, verbose=0), activations)
         self.assertEqual(restored.get_layer("class_capsules").num_iterations, 2)
 
-    def test_class_capsules_can_route_with_their_own_iterations(self):
-        model = models.small_matrix_capsnet(
-            3, (24, 24, 1), num_iterations=2, class_num_iterations=3
+    def test_every_routing_layer_takes_the_routing_settings(self):
+        settings = layers.EMRouting(
+            num_iterations=2, final_inverse_temperature=1.0
         )
-        lambdas = {
-            name: (
-                model.get_layer(name).num_iterations,
-                model.get_layer(name).inverse_temperatures,
-            )
-            for name in ("conv_caps1", "conv_caps2", "class_capsules")
-        }
-        self.assertEqual(lambdas["conv_caps1"], (2, [0.5, 1.0]))
-        self.assertEqual(lambdas["conv_caps2"], (2, [0.5, 1.0]))
-        self.assertEqual(lambdas["class_capsules"][0], 3)
-        self.assertAllClose(lambdas["class_capsules"][1], [1 / 3, 2 / 3, 1.0])
-        explicit = models.small_matrix_capsnet(
-            3,
-            (24, 24, 1),
-            class_num_iterations=2,
-            class_inverse_temperatures=[0.2, 0.4],
-        )
+        model = models.small_matrix_capsnet(3, (24, 24, 1), routing=settings)
+        for name in ("conv_caps1", "conv_caps2", "class_capsules"):
+            layer = model.get_layer(name)
+            self.assertEqual(layer.routing, settings)
+            self.assertAllClose(layer.inverse_temperature_weight, [0.5, 1.0])
+        paper = models.small_matrix_capsnet(3, (24, 24, 1), routing="paper")
         self.assertEqual(
-            explicit.get_layer("class_capsules").inverse_temperatures,
-            [0.2, 0.4],
+            paper.get_layer("conv_caps2").routing,
+            layers.EMRouting.preset("paper"),
         )
-        with self.assertRaisesRegex(ValueError, "without `class_num_iter"):
-            models.small_matrix_capsnet(class_inverse_temperatures=[1.0])
+        default = models.small_matrix_capsnet(3, (24, 24, 1))
+        self.assertEqual(
+            default.get_layer("class_capsules").routing,
+            layers.EMRouting.preset("standardized"),
+        )
 
 
 if __name__ == "__main__":

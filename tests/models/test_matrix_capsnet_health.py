@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from keras_capsules import models
+from keras_capsules import layers, models
 from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
 from keras_capsules.models.matrix_capsnet_health import capsule_health
 
@@ -22,10 +22,11 @@ def images(kind):
     return shapes
 
 
-def health(recipe, kind, iterations=3):
+def health(preset, kind, iterations=3):
     keras.utils.set_random_seed(0)
+    routing = layers.EMRouting.preset(preset).replace(num_iterations=iterations)
     model = models.small_matrix_capsnet(
-        input_shape=(28, 28, 1), recipe=recipe, num_iterations=iterations
+        input_shape=(28, 28, 1), routing=routing
     )
     with warnings.catch_warnings():  # none, Keras's about inputs included
         warnings.simplefilter("error", UserWarning)
@@ -66,32 +67,23 @@ class InitialHealthTest(tf.test.TestCase, parameterized.TestCase):
         self.assertIn("class routing committed before any learning", found)
 
 
-class RecipeTest(tf.test.TestCase):
-    def test_recipes_set_every_routing_layer(self):
-        model = models.small_matrix_capsnet(input_shape=(28, 28, 1))
-        for name in ("conv_caps1", "conv_caps2", "class_capsules"):
-            layer = model.get_layer(name)
-            self.assertEqual(layer.cost_normalization, "standardize")
-            self.assertEqual(layer.variance_floor, 5e-4)
-            self.assertEqual(layer.assignment_smoothing, 0.8)
-            self.assertEqual(layer.num_iterations, 2)
-            self.assertAllClose(layer.inverse_temperatures, [0.5, 1.0])
-        paper = models.small_matrix_capsnet(
-            input_shape=(28, 28, 1), recipe="paper", batch_norm=True
-        )
-        layer = paper.get_layer("conv_caps1")
-        self.assertEqual(layer.cost_normalization, "none")
-        self.assertEqual(layer.assignment_smoothing, 0.0)
+class PresetsTest(tf.test.TestCase):
+    def test_presets_are_the_recipes_the_health_checks_measure(self):
+        standardized = layers.EMRouting.preset("standardized")
+        self.assertEqual(standardized.cost_normalization, "standardize")
+        self.assertEqual(standardized.variance_floor, 5e-4)
+        self.assertEqual(standardized.assignment_smoothing, 0.8)
+        self.assertEqual(standardized.inverse_temperatures, (0.5, 1.0))
+        paper = layers.EMRouting.preset("paper")
+        self.assertEqual(paper.cost_normalization, "none")
+        self.assertEqual(paper.assignment_smoothing, 0.0)
         self.assertAllClose(
-            layer.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
+            paper.inverse_temperatures, [1e-3 / 3, 2e-3 / 3, 1e-3]
         )
-        self.assertIsNotNone(paper.get_layer("conv1_norm"))
 
-    def test_unknown_recipe_or_argument_is_an_error(self):
-        with self.assertRaisesRegex(ValueError, "recipe 'fast'"):
-            models.small_matrix_capsnet(recipe="fast")
-        with self.assertRaisesRegex(ValueError, "'lambda'"):
-            models.small_matrix_capsnet(**{"lambda": 1.0})
+    def test_unknown_preset_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "preset 'fast'"):
+            models.small_matrix_capsnet(routing="fast")
 
 
 if __name__ == "__main__":

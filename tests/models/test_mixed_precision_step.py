@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from keras_capsules import losses, models, recipes
+from keras_capsules import layers, losses, models, recipes
 
 _LEARNING_RATE = 0.01
 # A step that forgot `scale_loss` would be this many times too small.
@@ -88,7 +88,9 @@ def classifier(routing):
 
 
 def matrix_capsnet():
-    model = models.small_matrix_capsnet(5, (24, 24, 1), num_iterations=2)
+    model = models.small_matrix_capsnet(
+        5, (24, 24, 1), routing=layers.EMRouting(num_iterations=2)
+    )
     return (
         model,
         {"loss": losses.SpreadLoss()},

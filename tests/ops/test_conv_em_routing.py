@@ -8,7 +8,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from keras_capsules import ops as capsule_ops
-from keras_capsules.ops import capsule_patches
+from keras_capsules.ops import ActivationCost, capsule_patches
 from tests.ops.em_reference import em_reference
 
 LAMBDAS = (0.5, 1.0, 2.0)
@@ -127,7 +127,7 @@ class ConvEMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             beta_a,
             LAMBDAS,
             strides=strides,
-            **options,
+            cost=ActivationCost(**options),
         )
         positions = np.repeat(np.arange(4), types_out)  # parent groups
         for b in range(2):

@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from keras_capsules import ops as capsule_ops
+from keras_capsules.ops import ActivationCost
 from tests.ops.test_em_routing import make_case, reference
 
 em_moments = importlib.import_module("keras_capsules.ops.em_moments")
@@ -308,7 +309,13 @@ class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
             with tf.GradientTape() as tape:
                 tape.watch([votes, activations])
                 outputs = capsule_ops.em_routing(
-                    votes, activations, beta_u, beta_a, lambdas, mask, **options
+                    votes,
+                    activations,
+                    beta_u,
+                    beta_a,
+                    lambdas,
+                    mask,
+                    cost=ActivationCost(**options),
                 )
                 loss = tf.add_n(
                     [

@@ -5,6 +5,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from keras_capsules import ops as capsule_ops
+from keras_capsules.ops import ActivationCost
 from tests.ops.em_reference import em_reference
 
 LAMBDAS = (0.5, 1.0, 2.0)
@@ -180,7 +181,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             beta_a,
             lambdas,
             mask=mask,
-            **options,
+            cost=ActivationCost(**options),
         )
         for got, want in zip(result, expected):
             self.assertAllClose(got, want, rtol=tolerance, atol=tolerance)
@@ -211,7 +212,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                 betas,
                 betas,
                 iterations,
-                assignment_smoothing=smoothing,
+                cost=ActivationCost(assignment_smoothing=smoothing),
             )[2]
             return np.min(np.asarray(variances)[..., :2])
 
@@ -228,12 +229,15 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
     def test_standardized_costs_of_identical_parents_stay_finite(self):
         votes = np.ones((2, 5, 3, 16))  # equal costs: zero spread
         outputs, gradients = self._gradients(
-            votes, np.full((2, 5), 0.5), (1.0, 2.0), standardize_costs=True
+            votes,
+            np.full((2, 5), 0.5),
+            (1.0, 2.0),
+            cost=ActivationCost(standardize_costs=True),
         )
         for tensor in list(outputs) + gradients:
             self.assertTrue(np.all(np.isfinite(tensor)))
 
-    def _gradients(self, votes, activations, lambdas, mask=None, **options):
+    def _gradients(self, votes, activations, lambdas, mask=None, cost=None):
         votes = tf.constant(votes, tf.float32)
         activations = tf.constant(activations, tf.float32)
         beta_u = tf.constant([0.1, -0.2, 0.3])
@@ -241,7 +245,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         with tf.GradientTape() as tape:
             tape.watch([votes, activations, beta_u, beta_a])
             outputs = capsule_ops.em_routing(
-                votes, activations, beta_u, beta_a, lambdas, mask, **options
+                votes, activations, beta_u, beta_a, lambdas, mask, cost
             )
             loss = sum(tf.reduce_sum(output) for output in outputs)
         gradients = tape.gradient(loss, [votes, activations, beta_u, beta_a])
@@ -283,7 +287,12 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
         for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
             with self.assertRaisesRegex(ValueError, f"`{name}`.*Received: 0"):
                 capsule_ops.em_routing(
-                    votes, np.ones((2, 3)), 0.0, 0.0, [1.0], **{name: 0}
+                    votes,
+                    np.ones((2, 3)),
+                    0.0,
+                    0.0,
+                    [1.0],
+                    cost=ActivationCost(**{name: 0}),
                 )
         for smoothing in (1.0, -0.1, True):
             with self.assertRaisesRegex(
@@ -295,7 +304,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
                     0.0,
                     0.0,
                     [1.0],
-                    assignment_smoothing=smoothing,
+                    cost=ActivationCost(assignment_smoothing=smoothing),
                 )
         capsule_ops.em_routing(  # NumPy scalars are numbers too
             votes,
@@ -303,7 +312,7 @@ class EMRoutingTest(tf.test.TestCase, parameterized.TestCase):
             np.zeros(4),
             np.zeros(4),
             [1.0],
-            variance_floor=np.float32(5e-4),
+            cost=ActivationCost(variance_floor=np.float32(5e-4)),
         )
 
 

@@ -14,7 +14,7 @@ class VoteDistancesTest(tf.test.TestCase):
     def setUp(self):
         super().setUp()
         self.model = models.small_matrix_capsnet(
-            4, (24, 24, 1), num_iterations=3
+            4, (24, 24, 1), routing="paper"
         )
         rng = np.random.default_rng(0)
         self.images = rng.normal(size=(2, 24, 24, 1)).astype("float32")

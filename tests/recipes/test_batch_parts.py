@@ -15,15 +15,17 @@ from tests.fresh_process import TWO_CPU_DEVICES, run_python
 
 
 def capsule_classifier(seed=0):
-    """Dynamic routing on (6 x 4-D) inputs to 3 class capsules, whose
-    lengths a regularized dense layer turns into logits."""
+    """Dynamic routing on 6 capsules of 4-D (their lengths as logits) to 3
+    class capsules, whose logits a regularized dense layer turns into the
+    classifier's."""
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((6, 4))
-    capsules = layers.DynamicRouting(3, 5)(inputs)
-    lengths = layers.CapsuleLength()(capsules)
+    logits = layers.CapsuleLength()(inputs)
+    poses = keras.layers.Reshape((6, 1, 4))(inputs)
+    class_logits, _ = layers.DynamicRouting(3, 5)([logits, poses])
     logits = keras.layers.Dense(
         3, kernel_regularizer=keras.regularizers.L2(0.01)
-    )(lengths)
+    )(class_logits)
     return keras.Model(inputs, logits)
 
 

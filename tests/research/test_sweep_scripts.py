@@ -77,7 +77,7 @@ def _run_script(script, folder, environment=None):
 @pytest.mark.parametrize(
     "script, environment, runs",
     [
-        ("matrix_capsule_ablations.sh", None, 37),
+        ("matrix_capsule_ablations.sh", None, 19),
         ("heinsen_image_ablations.sh", None, 5),
         (
             "capsule_regression_sweep.sh",
