@@ -23,9 +23,14 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import runs
+from examples import run_flags, runs
 from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
 
 DATASETS = ("mnist", "fashion_mnist", "procedural_shapes")
 # The script's defaults of the flags of `examples/runs.py`: `--train_size`
@@ -40,6 +45,16 @@ DEFAULTS = {
     "learning_rate": 1e-3,
     "jit_compile": "true",
 }
+_DATASET, _TRAIN_SIZE, _CAPSULE_DIM, _LEARNING_RATE, _FIGURES = (
+    run_flags.request(
+        __name__,
+        "dataset",
+        "train_size",
+        "capsule_dim",
+        "learning_rate",
+        "figures",
+    )
+)
 _ARCHITECTURE = flags.DEFINE_enum(
     "architecture",
     "multiclass",
@@ -59,7 +74,7 @@ _CENTER = flags.DEFINE_bool(
     "(the paper projects the raw images).",
 )
 _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
-MAX_ITERATIONS = flags.DEFINE_integer(
+_MAX_ITERATIONS = flags.DEFINE_integer(
     "max_iterations", None, "Cap on EM iterations (default: the protocol)."
 )
 _MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
@@ -109,11 +124,11 @@ def train_em(main, name, features, architecture):
     `results.json` and returns the multiclass layer (or None)."""
     trainer = trainers.CapsuleRegressionEM(
         num_classes=int(features["train"][1].max()) + 1,
-        capsule_dim=runs.CAPSULE_DIM.value,
+        capsule_dim=_CAPSULE_DIM.value,
         architecture=architecture,
         momentum=_MOMENTUM.value,
         use_offset=_USE_OFFSET.value,
-        max_iterations=MAX_ITERATIONS.value,
+        max_iterations=_MAX_ITERATIONS.value,
         seed=runs.SEED.value,
     )
     batch = _STATISTICS_BATCH.value
@@ -152,17 +167,17 @@ def train_sgd(main, name, features):
     model.add(
         CapsuleRegression(
             int(y.max()) + 1,
-            runs.CAPSULE_DIM.value,
+            _CAPSULE_DIM.value,
             use_offset=_USE_OFFSET.value,
         )
     )
     model.compile(
-        keras.optimizers.Adam(runs.LEARNING_RATE.value),
+        keras.optimizers.Adam(_LEARNING_RATE.value),
         "sparse_categorical_crossentropy",
         metrics=["accuracy"],
         jit_compile=runs.use_xla(),
     )
-    batch = runs.BATCH_SIZE.value
+    batch = _BATCH_SIZE.value
     runs.train_and_evaluate(
         main,
         model,
@@ -185,17 +200,17 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     strategy = runs.set_up(**DEFAULTS)
-    name = runs.dataset(DATASETS)
+    name = runs.choice(_DATASET, DATASETS)
     if _TRAINING.value == "sgd" and _ARCHITECTURE.value != "multiclass":
         raise app.UsageError("--training=sgd trains the multiclass model only.")
-    splits = load_splits(name, runs.TRAIN_SIZE.value, runs.SEED.value)
+    splits = load_splits(name, _TRAIN_SIZE.value, runs.SEED.value)
     features = project_splits(splits, _PROJECTION_DIM.value, _CENTER.value)
     with strategy.scope():
         if _TRAINING.value == "em":
             layer = train_em(main, name, features, _ARCHITECTURE.value)
         else:
             layer = train_sgd(main, name, features)
-    if runs.FIGURES.value and layer is not None:
+    if _FIGURES.value and layer is not None:
         write_figures(layer, splits, features, runs.MODEL_DIR.value)
 
 

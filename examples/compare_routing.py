@@ -18,11 +18,13 @@ import sys
 
 from absl import app, flags
 
-from examples import runs
+from examples import run_flags
 from keras_capsules import models
 
-# `--model_dir` holds one subdirectory per run, DATASET_ROUTING.
-DEFAULTS = {"epochs": 2}
+# `--model_dir` holds one subdirectory per run, DATASET_ROUTING; every run
+# trains `--epochs`.
+_MODEL_DIR, _EPOCHS = run_flags.request(__name__, "model_dir", "epochs")
+_DEFAULT_EPOCHS = 2
 
 _DATASETS = flags.DEFINE_list(
     "datasets", ["mnist", "fashion_mnist", "procedural_shapes"], "Datasets."
@@ -44,7 +46,7 @@ _ROUTING_NAMES = {
 
 
 def run_directory(dataset, routing):
-    return os.path.join(runs.MODEL_DIR.value, f"{dataset}_{routing}")
+    return os.path.join(_MODEL_DIR.value, f"{dataset}_{routing}")
 
 
 def run_one(dataset, routing):
@@ -59,7 +61,7 @@ def run_one(dataset, routing):
         "examples.train",
         f"--routing={routing}",
         f"--dataset={dataset}",
-        f"--epochs={runs.EPOCHS.value}",
+        f"--epochs={_EPOCHS.value}",
         f"--model_dir={directory}",
         *_TRAIN_FLAGS.value,
     ]
@@ -105,7 +107,6 @@ def table(datasets, routings):
 
 def main(argv):
     del argv
-    runs.set_defaults(**DEFAULTS)
     for name in _ROUTINGS.value:
         if name not in models.ROUTINGS:
             raise app.UsageError(
@@ -119,4 +120,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    runs.run(main, **DEFAULTS)
+    flags.FLAGS.set_default("epochs", _DEFAULT_EPOCHS)
+    flags.mark_flag_as_required("model_dir")
+    app.run(main)

@@ -8,9 +8,13 @@ capsules classifies) on objects made of parts seen from familiar
 viewpoints, tests on familiar and novel viewpoints, prints a results table
 and writes figures. No download; a few minutes on 2 CPU cores.
 
+`--preset=default:capsnet_epochs=2,train_size=3000` changes how much
+each row trains (`Budget`); `--only=capsnet,matrix` runs some rows.
+
 Usage: python -m examples.demo --model_dir=demo_output
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -21,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import capsule_regression, runs
+from examples import presets, run_flags, runs
 from keras_capsules import (
     callbacks,
     datasets,
@@ -33,32 +37,46 @@ from keras_capsules import (
 )
 from keras_capsules.layers import CapsuleRegression
 
-# The demo's defaults of the flags of `examples/runs.py` and
-# `examples/capsule_regression.py`: `--train_size` images train the
-# capsule regressions (in `--epochs` by SGD, `--max_iterations` of EM),
-# the CapsNet and the Heinsen model.
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """How much each row of the demo trains.
+
+    Args:
+        train_size: int, training images of the capsule regressions, the
+            CapsNet and the Heinsen model.
+        em_iterations: int, the cap on each capsule regression's EM
+            iterations.
+        sgd_epochs: int, epochs of the capsule regression trained by SGD.
+        capsnet_epochs: int, CapsNet's epochs.
+        heinsen_epochs: int, the Heinsen model's epochs.
+        matrix_epochs: int, the matrix-capsule model's epochs.
+        matrix_train_size: int, its training images.
+        generative_epochs: int, the generative capsule model's epochs.
+        generative_train_size: int, its training images.
+    """
+
+    train_size: int = 10000
+    em_iterations: int = 400
+    sgd_epochs: int = 20
+    capsnet_epochs: int = 6
+    heinsen_epochs: int = 4
+    matrix_epochs: int = 1
+    matrix_train_size: int = 4000
+    generative_epochs: int = 3
+    generative_train_size: int = 3000
+
+
+# The budget of `make demo` (a few minutes on 2 CPU cores); change any of
+# it with `--preset=default:field=value,...`.
+PRESETS = {"default": Budget()}
 DEFAULTS = {
     "model_dir": "demo_output",
-    "train_size": 10000,
-    "epochs": 20,
-    "max_iterations": 400,
+    "preset": "default",
     "jit_compile": "true",
 }
-_CAPSNET_EPOCHS = flags.DEFINE_integer("capsnet_epochs", 6, "CapsNet epochs.")
-_HEINSEN_EPOCHS = flags.DEFINE_integer(
-    "heinsen_epochs", 4, "Heinsen routing model epochs."
-)
-_MATRIX_EPOCHS = flags.DEFINE_integer(
-    "matrix_epochs", 1, "Matrix-capsule (EM routing) model epochs."
-)
-_MATRIX_TRAIN_SIZE = flags.DEFINE_integer(
-    "matrix_train_size", 4000, "Training images of the matrix-capsule model."
-)
-_GENERATIVE_EPOCHS = flags.DEFINE_integer(
-    "generative_epochs", 3, "Generative capsule model epochs."
-)
-_GENERATIVE_TRAIN_SIZE = flags.DEFINE_integer(
-    "generative_train_size", 3000, "Training images of the generative model."
+_PRESET, _TEST_SIZE, _BATCH_PARTS = run_flags.request(
+    __name__, "preset", "test_size", "batch_parts"
 )
 _ONLY = flags.DEFINE_list(
     "only",
@@ -161,13 +179,7 @@ def viewpoint_errors(model, raw, one_hot=False):
 def run_capsnet(raw, epochs, output_dir):
     """A small CapsNet (64 conv channels, 8 primary capsule types) on the
     images; writes its reconstructions and perturbation figures."""
-    model = models.capsnet(
-        (28, 28, 1),
-        len(datasets.SHAPE_NAMES),
-        conv_filters=64,
-        primary_capsule_types=8,
-        decoder_units=(256, 512),
-    )
+    model = models.capsnet((28, 28, 1), len(datasets.SHAPE_NAMES), "small")
     model.compile(keras.optimizers.Adam(2e-3), metrics=["accuracy"])
     model.fit(
         raw["train"]["image"],
@@ -229,7 +241,7 @@ def run_matrix_capsules(raw, epochs, train_size, output_dir):
     histograms of Fig. 2."""
     num_classes = len(datasets.SHAPE_NAMES)
     classifier = models.small_matrix_capsnet(num_classes, (28, 28, 1))
-    model = runs.in_batch_parts(classifier)
+    model = runs.in_batch_parts(classifier, _BATCH_PARTS.value)
     loss = losses.SpreadLoss()
     model.compile(
         optimizer=keras.optimizers.Adam(3e-3),
@@ -295,49 +307,58 @@ def run_generative_capsules(raw, epochs, train_size, output_dir):
     return {s: 1.0 - accuracy[s] for s in accuracy}
 
 
-def train_row(raw, features, training, capsule_dim, architecture):
-    """Trains the model of one row of the table; returns its errors
-    (`test`, `test_novel`), its steps (EM iterations or epochs) and its
-    capsule regression layer (None for the image models)."""
+def train_row(raw, features, training, capsule_dim, architecture, budget):
+    """Trains the model of one row of the table within `budget`; returns
+    its errors (`test`, `test_novel`), its steps (EM iterations or epochs)
+    and its capsule regression layer (None for the image models)."""
     output_dir = runs.MODEL_DIR.value
     image_models = {
         "capsnet": (
-            _CAPSNET_EPOCHS,
+            budget.capsnet_epochs,
             lambda epochs: run_capsnet(raw, epochs, output_dir),
         ),
-        "heinsen": (_HEINSEN_EPOCHS, lambda epochs: run_heinsen(raw, epochs)),
+        "heinsen": (
+            budget.heinsen_epochs,
+            lambda epochs: run_heinsen(raw, epochs),
+        ),
         "matrix": (
-            _MATRIX_EPOCHS,
+            budget.matrix_epochs,
             lambda epochs: run_matrix_capsules(
-                raw, epochs, _MATRIX_TRAIN_SIZE.value, output_dir
+                raw, epochs, budget.matrix_train_size, output_dir
             ),
         ),
         "generative": (
-            _GENERATIVE_EPOCHS,
+            budget.generative_epochs,
             lambda epochs: run_generative_capsules(
-                raw, epochs, _GENERATIVE_TRAIN_SIZE.value, output_dir
+                raw, epochs, budget.generative_train_size, output_dir
             ),
         ),
     }
     if architecture in image_models:
         epochs, train = image_models[architecture]
-        return train(epochs.value), epochs.value, None
+        return train(epochs), epochs, None
     if training == "em":
-        return run_em(
-            features,
-            capsule_dim,
-            architecture,
-            capsule_regression.MAX_ITERATIONS.value,
-        )
-    return run_sgd(features, capsule_dim, runs.EPOCHS.value)
+        return run_em(features, capsule_dim, architecture, budget.em_iterations)
+    return run_sgd(features, capsule_dim, budget.sgd_epochs)
+
+
+def budget():
+    """The `Budget` of `--preset`."""
+    return presets.parse(_PRESET.value or "default", "preset", PRESETS)
+
+
+def check_settings_flags():
+    """Raises `app.UsageError` unless `--preset` names a budget."""
+    budget()
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     runs.set_up(**DEFAULTS)
+    rows_budget = budget()
     raw, features = load_features(
-        runs.TRAIN_SIZE.value, runs.SEED.value, runs.TEST_SIZE.value
+        rows_budget.train_size, runs.SEED.value, _TEST_SIZE.value
     )
     planned = [
         ("capsule regression, multiclass", "em", 2, "multiclass"),
@@ -369,7 +390,7 @@ def main(argv):
         )
         start = time.time()
         errors, steps, layer = train_row(
-            raw, features, training, capsule_dim, architecture
+            raw, features, training, capsule_dim, architecture, rows_budget
         )
         if layer is not None:
             layers[(training, capsule_dim)] = layer
@@ -387,9 +408,8 @@ def main(argv):
         print(json.dumps(rows[-1]), flush=True)
     runs.write_results(
         {
-            **runs.describe_run(
-                main, "procedural_shapes", flag_modules=[capsule_regression]
-            ),
+            **runs.describe_run(main, "procedural_shapes"),
+            "budget": dataclasses.asdict(rows_budget),
             "rows": rows,
         }
     )

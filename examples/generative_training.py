@@ -11,9 +11,14 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from examples import runs
+from examples import run_flags, runs
 from keras_capsules import distributions, models, trainers
 from keras_capsules.datasets import epoch_order, image_transforms
+
+# The run-level flags this module reads.
+_BATCH_SIZE, LEARNING_RATE = run_flags.request(
+    __name__, "batch_size", "learning_rate"
+)
 
 CANVAS_SIZE = flags.DEFINE_integer(
     "canvas_size", 40, "Images are centred on a square canvas this large."
@@ -195,7 +200,7 @@ def build_model(image_shape):
         offsets = model.decoder.pose_offsets
         offsets.assign(np.zeros(offsets.shape, offsets.dtype))
     model.compile(
-        optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),
+        optimizer=keras.optimizers.Adam(LEARNING_RATE.value),
         jit_compile=runs.use_xla(),
     )
     return model
@@ -224,7 +229,7 @@ def training_images(images):
     the epoch's number (`datasets.epoch_order`)."""
     seed = runs.SEED.value
     shuffled = epoch_order.epoch_batches(
-        (images,), runs.BATCH_SIZE.value, seed, drop_remainder=True
+        (images,), _BATCH_SIZE.value, seed, drop_remainder=True
     )
     canvas = images.shape[1]
 

@@ -5,8 +5,13 @@ text differ."""
 import keras
 from absl import flags
 
-from examples import runs
+from examples import run_flags, runs
 from keras_capsules import recipes
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
 
 OPTIMIZERS = ("radam", "adam")
 BETA_1_SCHEDULES = {
@@ -14,6 +19,7 @@ BETA_1_SCHEDULES = {
     "paper_text": recipes.PAPER_TEXT_BETA_1,
 }
 
+LEARNING_RATE = run_flags.request(__name__, "learning_rate")
 # Flags both scripts take: where the author's code and the paper's text
 # (or this library's first version) differ.
 BETA_1_SCHEDULE = flags.DEFINE_enum(
@@ -81,8 +87,8 @@ def compile_for_run(model, steps_per_epoch, optimizer="radam"):
     `--beta_1_schedule`, XLA by `--jit_compile`."""
     compile_classifier(
         model,
-        runs.EPOCHS.value * steps_per_epoch,
-        runs.LEARNING_RATE.value,
+        _EPOCHS.value * steps_per_epoch,
+        LEARNING_RATE.value,
         runs.use_xla(),
         optimizer=optimizer,
         beta_1_schedule=BETA_1_SCHEDULE.value,

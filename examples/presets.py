@@ -2,9 +2,10 @@
 some of its fields changed, as one flag value.
 
 `NAME` or `NAME:field=value,field=value`, e.g.
-`--routing=standardized:num_iterations=3,assignment_smoothing=0`: the
+`--preset=standardized:num_iterations=3,assignment_smoothing=0`: the
 preset `NAME` (a frozen dataclass) with those fields replaced, each value
-read as its field's type.
+read as its field's type (a tuple's entries separated by `/`:
+`decoder_units=256/512`).
 """
 
 import dataclasses
@@ -50,6 +51,8 @@ def _value(text, kind, flag_name, item):
     """`text` as a `kind` (the field's annotation: a type or its name)."""
     kind = getattr(kind, "__name__", kind)
     try:
+        if kind == "tuple":
+            return tuple(int(entry) for entry in text.split("/"))
         if kind == "bool":
             if text.lower() not in ("true", "false"):
                 raise ValueError(text)

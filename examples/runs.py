@@ -1,18 +1,19 @@
-"""What every example script shares: the run-level flags (defined here
-once; each script sets its own defaults), run set-up, callbacks,
+"""What every example script shares: run set-up, callbacks,
 fit-evaluate-save with one `results.json` schema, and the serving export.
 
-A script calls `set_up(**defaults)` first in its `main` and
-`run(main, **defaults)` when run as a program. Flags that several scripts
-take beyond these live in a shared module (`heinsen_training.py`,
-`generative_training.py`), so that no flag is defined twice and the
-scripts run in one process (the tests run them so).
+The run-level flags are `run_flags`': the core that this module reads,
+and the others each script asks for. A script calls
+`set_up(**defaults)` first in its `main` and `run(main, **defaults)`
+when run as a program. Flags that several scripts take beyond these live
+in a shared module (`heinsen_training.py`, `generative_training.py`), so
+that no flag is defined twice and the scripts run in one process (the
+tests run them so).
 
 `results.json`:
 
 ```none
 script, dataset        what ran
-flags                  every flag of the script and of this module
+flags                  every flag the script reads
 parameters             the model's weights
 train_examples         examples in one pass over the training data
 train_seconds          fit's wall time (evaluation after each epoch too)
@@ -38,79 +39,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import distribution, fitting
+from examples import distribution, fitting, run_flags
 from keras_capsules import datasets, recipes
 
-MODEL_DIR = flags.DEFINE_string(
-    "model_dir", None, "Backups, model, TensorBoard logs and results."
-)
-DATASET = flags.DEFINE_string(
-    "dataset", None, "Data to train on (the script lists its choices)."
-)
-RECIPE = flags.DEFINE_string(
-    "recipe",
-    None,
-    "A named set of the script's defaults (the script lists its choices).",
-)
-TRAIN_SIZE = flags.DEFINE_integer(
-    "train_size", None, "Use only the first training examples."
-)
-TEST_SIZE = flags.DEFINE_integer(
-    "test_size", None, "Use only the first examples of each test split."
-)
-EPOCHS = flags.DEFINE_integer("epochs", 1, "Passes over the training data.")
-BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per step.")
-LEARNING_RATE = flags.DEFINE_float(
-    "learning_rate", 1e-3, "The optimiser's (peak) learning rate."
-)
-CAPSULE_DIM = flags.DEFINE_integer(
-    "capsule_dim", 4, "Size of each class capsule (the script says how)."
-)
-ROUTING_ITERATIONS = flags.DEFINE_integer(
-    "routing_iterations",
-    None,
-    "Iterations of each routing (the script's default when unset).",
-)
-SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
-STRATEGY = flags.DEFINE_enum(
-    "strategy",
-    "default",
-    list(distribution.STRATEGIES),
-    "tf.distribute strategy.",
-)
-JIT_COMPILE = flags.DEFINE_enum(
-    "jit_compile",
-    "auto",
-    ["auto", "true", "false"],
-    "Compile the train step with XLA (`auto`: on GPU and TPU only).",
-)
-BATCH_PARTS = flags.DEFINE_integer(
-    "batch_parts",
-    1,
-    "Train and evaluate each batch in this many slices, each an XLA "
-    "program of its own, which a CPU runs side by side "
-    "(`recipes.BatchPartsModel`; 2 on two cores). Used by train.py, "
-    "train_matrix_capsules.py and the demo's matrix-capsule row.",
-    lower_bound=1,
-)
-MIXED_PRECISION = flags.DEFINE_enum(
-    "mixed_precision",
-    "none",
-    ["none", "mixed_float16", "mixed_bfloat16"],
-    "Keras dtype policy.",
-)
-BACKUP_STEPS = flags.DEFINE_integer(
-    "backup_steps",
-    500,
-    "Steps between backups within an epoch (every epoch's end is backed "
-    "up too); a killed run resumes from the last one when the same "
-    "command runs again.",
-)
-EXPORT_DIR = flags.DEFINE_string(
-    "export_dir", None, "Where to write the serving SavedModel."
-)
-FIGURES = flags.DEFINE_bool(
-    "figures", True, "Write the script's PNG figures (if it has any)."
+MODEL_DIR, SEED, STRATEGY, MIXED_PRECISION, JIT_COMPILE = run_flags.request(
+    __name__, *run_flags.CORE
 )
 
 # The defaults the example modules declared, recorded before any script
@@ -140,23 +73,15 @@ def set_defaults(**defaults):
         flags.FLAGS.set_default(name, value)
 
 
-def _choice(flag, choices):
+def choice(flag, choices):
+    """The value of `flag` (a `FlagHolder`), checked against the script's
+    `choices`."""
     if flag.value not in choices:
         raise app.UsageError(
             f"--{flag.name} must be one of {tuple(choices)}. Received: "
             f"{flag.value!r}."
         )
     return flag.value
-
-
-def dataset(choices):
-    """`--dataset`, checked against the script's `choices`."""
-    return _choice(DATASET, choices)
-
-
-def recipe(choices):
-    """`--recipe`, checked against the script's `choices`."""
-    return _choice(RECIPE, choices)
 
 
 # The backup folder of the run, shared by all workers, and the strategy
@@ -207,12 +132,12 @@ def use_xla():
     return fitting.use_xla(JIT_COMPILE.value, _STRATEGY[0])
 
 
-def in_batch_parts(model):
-    """`model` as `recipes.BatchPartsModel` with `--batch_parts` slices,
-    or `model` itself with one."""
-    if BATCH_PARTS.value == 1:
+def in_batch_parts(model, parts):
+    """`model` as `recipes.BatchPartsModel` with `parts` slices (a
+    script's `--batch_parts`), or `model` itself with one."""
+    if parts == 1:
         return model
-    return recipes.BatchPartsModel(model, parts=BATCH_PARTS.value)
+    return recipes.BatchPartsModel(model, parts=parts)
 
 
 class EpochTimer(keras.callbacks.Callback):
@@ -245,10 +170,13 @@ def callbacks(model_file):
 
 def script_flags(main, modules=()):
     """`{name: value}` of the flags of `main`'s script, of the `modules`
-    it takes flags from and of this module."""
-    values = {}
-    for module in (__name__, main.__module__, *modules):
-        name = module if isinstance(module, str) else module.__name__
+    it takes flags from and of the run-level flags they read."""
+    names = [main.__module__, _module_name(main)]
+    names += [m if isinstance(m, str) else m.__name__ for m in modules]
+    values = {
+        name: flags.FLAGS[name].value for name in run_flags.requested_by(names)
+    }
+    for name in names:
         for flag in flags.FLAGS.get_flags_for_module(name):
             values[flag.name] = flag.value
     return dict(sorted(values.items()))
@@ -314,11 +242,11 @@ def fit(
     epoch_batches = train if callable(train) else lambda epoch: train
     if static_batches():
         epoch_batches = datasets.epoch_order.with_static_batch_size(
-            epoch_batches, BATCH_SIZE.value
+            epoch_batches, run_flags.value("batch_size")
         )
     backup = fitting.make_backup(
         _BACKUP_DIR[0] or os.path.join(MODEL_DIR.value, "backup"),
-        BACKUP_STEPS.value,
+        run_flags.value("backup_steps"),
         epoch_batches,
     )
     timer = EpochTimer()
@@ -326,7 +254,7 @@ def fit(
     history = backup.fit(
         model,
         epoch_batches,
-        EPOCHS.value,
+        run_flags.value("epochs"),
         callbacks=[*callbacks(model_file), timer, *extra_callbacks],
         validation_data=validation_data,
     )
@@ -440,7 +368,8 @@ def train_and_evaluate(
     return results
 
 
-def export_serving(model, input_spec, serve=None):
-    """`fitting.export_serving` to `--export_dir`, if it is given."""
-    if EXPORT_DIR.value:
-        fitting.export_serving(model, EXPORT_DIR.value, input_spec, serve)
+def export_serving(model, export_dir, input_spec, serve=None):
+    """`fitting.export_serving` to `export_dir` (a script's
+    `--export_dir`), if it is given."""
+    if export_dir:
+        fitting.export_serving(model, export_dir, input_spec, serve)

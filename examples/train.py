@@ -18,8 +18,13 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from examples import runs
+from examples import run_flags, runs
 from keras_capsules import callbacks, datasets, models
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
 
 DATASETS = ("mnist", "fashion_mnist", "procedural_shapes")
 # The script's defaults of the flags of `examples/runs.py`: Adam's peak
@@ -34,6 +39,26 @@ DEFAULTS = {
     "routing_iterations": 3,
 }
 
+(
+    _DATASET,
+    _TRAIN_SIZE,
+    _TEST_SIZE,
+    _LEARNING_RATE,
+    _CAPSULE_DIM,
+    _ROUTING_ITERATIONS,
+    _BATCH_PARTS,
+    _EXPORT_DIR,
+) = run_flags.request(
+    __name__,
+    "dataset",
+    "train_size",
+    "test_size",
+    "learning_rate",
+    "capsule_dim",
+    "routing_iterations",
+    "batch_parts",
+    "export_dir",
+)
 _ROUTING = flags.DEFINE_enum(
     "routing", "heinsen", list(models.ROUTINGS), "The class capsules."
 )
@@ -64,13 +89,13 @@ def batches(images, labels, batch_size):
 def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
-    name, routing = runs.dataset(DATASETS), _ROUTING.value
-    batch_size, epochs = runs.BATCH_SIZE.value, runs.EPOCHS.value
-    images, labels = load_arrays(name, "train", runs.TRAIN_SIZE.value)
+    name, routing = runs.choice(_DATASET, DATASETS), _ROUTING.value
+    batch_size, epochs = _BATCH_SIZE.value, _EPOCHS.value
+    images, labels = load_arrays(name, "train", _TRAIN_SIZE.value)
     train = runs.epoch_batches((images, labels), batch_size, runs.SEED.value)
     tests = {
         split: batches(
-            *load_arrays(name, split, runs.TEST_SIZE.value), batch_size
+            *load_arrays(name, split, _TEST_SIZE.value), batch_size
         ).cache()
         for split in test_splits(name)
     }
@@ -81,15 +106,15 @@ def main(argv):
             int(labels.max()) + 1,
             routing=routing,
             num_primary_types=_PRIMARY_TYPES.value,
-            capsule_dim=runs.CAPSULE_DIM.value,
-            num_iterations=runs.ROUTING_ITERATIONS.value,
+            capsule_dim=_CAPSULE_DIM.value,
+            num_iterations=_ROUTING_ITERATIONS.value,
         )
-        model = runs.in_batch_parts(model)
+        model = runs.in_batch_parts(model, _BATCH_PARTS.value)
         loss = models.classifier_loss(routing)
         model.compile(
             optimizer=keras.optimizers.Adam(
                 keras.optimizers.schedules.CosineDecay(
-                    runs.LEARNING_RATE.value, total_steps
+                    _LEARNING_RATE.value, total_steps
                 )
             ),
             loss=loss,
@@ -112,7 +137,9 @@ def main(argv):
         extra_callbacks=extra_callbacks,
     )
     runs.export_serving(
-        model, tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images")
+        model,
+        _EXPORT_DIR.value,
+        tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images"),
     )
 
 

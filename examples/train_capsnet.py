@@ -6,6 +6,10 @@ in), and two generated from MNIST for the paper's experiments:
 (train on digits placed at random on 40x40, test on random affine maps of
 the test digits, an affNIST-like set, sec. 5.2).
 
+`--preset` names the model's sizes (`models.CapsNetConfig.PRESETS`:
+`paper`, the default, or `small`), with any field changed after a colon:
+`--preset=small:num_iterations=2,decoder_units=128/256`.
+
 `--model_dir` holds a backup that resumes an interrupted run where it
 stopped, the latest model (`capsnet.keras`), TensorBoard logs and
 `results.json` (`examples/runs.py`); `--export_dir` writes a SavedModel
@@ -24,18 +28,42 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from examples import runs
+from examples import presets, run_flags, runs
 from keras_capsules import datasets, metrics, models, plots
 
-# The script's defaults of the flags of `examples/runs.py`: Adam's
-# learning rate, decaying by `--learning_rate_decay` every epoch.
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+
+# The script's defaults of the run-level flags: the model of `--preset`
+# (`models.CapsNetConfig.PRESETS`), Adam's learning rate, decaying by
+# `--learning_rate_decay` every epoch.
 DEFAULTS = {
     "dataset": "mnist",
+    "preset": "paper",
     "epochs": 1,
     "batch_size": 128,
     "learning_rate": 1e-3,
-    "routing_iterations": 3,
 }
+(
+    _DATASET,
+    _PRESET,
+    _TRAIN_SIZE,
+    _TEST_SIZE,
+    _LEARNING_RATE,
+    _EXPORT_DIR,
+    _FIGURES,
+) = run_flags.request(
+    __name__,
+    "dataset",
+    "preset",
+    "train_size",
+    "test_size",
+    "learning_rate",
+    "export_dir",
+    "figures",
+)
 
 _LEARNING_RATE_DECAY = flags.DEFINE_float(
     "learning_rate_decay", 1.0, "Factor applied to the rate every epoch."
@@ -43,44 +71,32 @@ _LEARNING_RATE_DECAY = flags.DEFINE_float(
 _SHIFT_PIXELS = flags.DEFINE_integer(
     "shift_pixels", 2, "Training images shift by up to this many pixels."
 )
-_RECONSTRUCTION_WEIGHT = flags.DEFINE_float(
-    "reconstruction_weight", 0.0005, "Weight of the reconstruction loss."
-)
-_CONV_FILTERS = flags.DEFINE_integer("conv_filters", 256, "Conv1 channels.")
-_PRIMARY_TYPES = flags.DEFINE_integer(
-    "primary_capsule_types", 32, "Primary capsule types per position."
-)
-_PRIMARY_CONVOLUTION = flags.DEFINE_enum(
-    "primary_convolution",
-    "auto",
-    ["auto", "direct", "spectral"],
-    "How PrimaryCaps' 9x9 convolution is computed (`PrimaryCapsules`' "
-    "`convolution_algorithm`): auto takes the spectral form on a CPU.",
-)
-_DECODER_UNITS = flags.DEFINE_list(
-    "decoder_units", ["512", "1024"], "Decoder hidden layer sizes."
-)
+
+
+def config():
+    """The `models.CapsNetConfig` of `--preset`."""
+    return presets.parse(
+        _PRESET.value or DEFAULTS["preset"],
+        "preset",
+        models.CapsNetConfig.PRESETS,
+    )
+
+
+def check_settings_flags():
+    """Raises `app.UsageError` unless `--preset` names CapsNet settings."""
+    config()
 
 
 def build_model(image_shape, num_classes):
-    """The CapsNet the flags describe (not yet compiled)."""
-    return models.capsnet(
-        image_shape,
-        num_classes,
-        conv_filters=_CONV_FILTERS.value,
-        primary_capsule_types=_PRIMARY_TYPES.value,
-        primary_convolution_algorithm=_PRIMARY_CONVOLUTION.value,
-        num_iterations=runs.ROUTING_ITERATIONS.value,
-        decoder_units=[int(units) for units in _DECODER_UNITS.value],
-        reconstruction_weight=_RECONSTRUCTION_WEIGHT.value,
-    )
+    """The CapsNet of `--preset` (not yet compiled)."""
+    return models.capsnet(image_shape, num_classes, config())
 
 
 def compile_model(model, steps_per_epoch, multi_label):
     """Adam with the rate decaying per epoch; margin loss; accuracy (both
     digits right, for MultiMNIST)."""
     learning_rate = keras.optimizers.schedules.ExponentialDecay(
-        runs.LEARNING_RATE.value,
+        _LEARNING_RATE.value,
         decay_steps=steps_per_epoch,
         decay_rate=_LEARNING_RATE_DECAY.value,
     )
@@ -140,8 +156,9 @@ def write_figures(model, test_data, model_dir):
 def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
-    name = runs.dataset(datasets.EXPERIMENTS)
-    batch_size, seed = runs.BATCH_SIZE.value, runs.SEED.value
+    config()  # Refuses a --preset that names no settings.
+    name = runs.choice(_DATASET, datasets.EXPERIMENTS)
+    batch_size, seed = _BATCH_SIZE.value, runs.SEED.value
     image_shape, num_classes, test_splits = datasets.experiment_info(name)
     # Each epoch's order and shifts come from the seed and the epoch: a
     # killed run resumes with the batches it would have seen.
@@ -149,13 +166,13 @@ def main(argv):
         name,
         batch_size,
         _SHIFT_PIXELS.value,
-        runs.TRAIN_SIZE.value,
+        _TRAIN_SIZE.value,
         seed,
         drop_remainder=runs.static_batches(),
     )
     tests = {
         split: datasets.load_experiment(
-            name, split, batch_size, size=runs.TEST_SIZE.value, seed=seed
+            name, split, batch_size, size=_TEST_SIZE.value, seed=seed
         ).cache()
         for split in test_splits
     }
@@ -172,13 +189,15 @@ def main(argv):
         steps_per_epoch * batch_size,
         name,
         validation_split="test",
+        extra_results={"config": model.config.get_config()},
     )
     runs.export_serving(
         model,
+        _EXPORT_DIR.value,
         tf.TensorSpec((None, *model.image_shape), tf.float32, "images"),
         serving(model),
     )
-    if runs.FIGURES.value:
+    if _FIGURES.value:
         write_figures(model, tests["test"], runs.MODEL_DIR.value)
 
 

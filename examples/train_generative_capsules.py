@@ -53,9 +53,17 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import generative_training, runs
+from examples import generative_training, run_flags, runs
 from keras_capsules import models, plots, trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
+
+# The run-level flags `runs.fit` reads, and the others this script does.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+_DATASET, _TRAIN_SIZE, _EXPORT_DIR, _FIGURES = run_flags.request(
+    __name__, "dataset", "train_size", "export_dir", "figures"
+)
 
 # The script's defaults of the flags of `examples/runs.py` and
 # `examples/generative_training.py`.
@@ -135,7 +143,7 @@ def fit_capsules(train, test, strategy):
     entries of the results."""
     with strategy.scope():
         model = generative_training.build_model(train.shape[1:])
-    batch_size = runs.BATCH_SIZE.value
+    batch_size = _BATCH_SIZE.value
     training = runs.fit(
         model,
         generative_training.training_images(train),
@@ -279,7 +287,7 @@ def load_or_fit(train, test, strategy):
     VAE (or None)."""
     model_dir = runs.MODEL_DIR.value
     vae_epochs = _VAE_EPOCHS.value
-    vae_epochs = runs.EPOCHS.value if vae_epochs is None else vae_epochs
+    vae_epochs = _EPOCHS.value if vae_epochs is None else vae_epochs
     if _EVALUATE_ONLY.value:
         model = keras.models.load_model(os.path.join(model_dir, "model.keras"))
         given = generative_training.apply_inference_flags(model)
@@ -351,13 +359,13 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     strategy = runs.set_up(**DEFAULTS)
-    dataset = runs.dataset(data.DATASETS)
+    dataset = runs.choice(_DATASET, data.DATASETS)
     model_dir = runs.MODEL_DIR.value
     canvas = generative_training.CANVAS_SIZE.value
     seed = runs.SEED.value
     rotations = [float(a) for a in _ROTATIONS.value]
     train, train_labels = data.load_images(
-        dataset, "train", runs.TRAIN_SIZE.value, canvas, seed
+        dataset, "train", _TRAIN_SIZE.value, canvas, seed
     )
     raw_test, test_labels = data.load_images(
         dataset, "test", _PROBE_TEST_SIZE.value, None, seed
@@ -405,12 +413,13 @@ def main(argv):
             model, probe_images, probe_labels, test_sets
         )
         print(f"free form: {results['free_form']}", flush=True)
-    if runs.FIGURES.value:
+    if _FIGURES.value:
         write_figures(model, test_sets, model_dir)
     if not _EVALUATE_ONLY.value:  # An evaluation leaves the trained model.
         model.save(os.path.join(model_dir, "model.keras"))
     runs.export_serving(
         model,
+        _EXPORT_DIR.value,
         tf.TensorSpec((None, *train.shape[1:]), tf.float32, "images"),
         serve=lambda images: latents_and_reconstruction(model, images),
     )

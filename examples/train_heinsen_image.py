@@ -2,7 +2,7 @@
 six convolutions, routing of a variable number of capsules, then class
 capsules.
 
-Two recipes (`--recipe`) set the defaults of `--epochs`, `--batch_size`,
+Two presets (`--preset`) set the defaults of `--epochs`, `--batch_size`,
 `--optimizer`, `--learning_rate` (the cycle's peak) and `--mixup_alpha`;
 any of them given explicitly wins:
 
@@ -10,7 +10,7 @@ any of them given explicitly wins:
   batch 20, RAdam on one cycle (learning rate 1e-5 -> 5e-4, `beta_1`
   0.9 -> 0.81), mixup 0.2.
 - `cpu`: one that converges within about 30 minutes on 2 CPU cores
-  (MNIST, Fashion-MNIST): see `RECIPES`.
+  (MNIST, Fashion-MNIST): see `PRESETS`.
 
 `--beta_1_schedule=paper_text`, `--initialization=keras` and
 `--routing_epsilon=1e-9` switch the three places where the author's code
@@ -34,11 +34,16 @@ Usage:
 import tensorflow as tf
 from absl import flags
 
-from examples import heinsen_training, runs
+from examples import heinsen_training, run_flags, runs
 from keras_capsules import datasets, models, recipes
 
-# What each recipe sets; flags given explicitly win.
-RECIPES = {
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+
+# What each preset sets; flags given explicitly win.
+PRESETS = {
     "paper": {
         "epochs": 50,
         "batch_size": 20,
@@ -56,10 +61,26 @@ RECIPES = {
 }
 DEFAULTS = {
     "dataset": "mnist",
-    "recipe": "paper",
+    "preset": "paper",
     "routing_iterations": 3,
-    **RECIPES["paper"],
+    **PRESETS["paper"],
 }
+(
+    _DATASET,
+    _PRESET,
+    _TRAIN_SIZE,
+    _TEST_SIZE,
+    _ROUTING_ITERATIONS,
+    _EXPORT_DIR,
+) = run_flags.request(
+    __name__,
+    "dataset",
+    "preset",
+    "train_size",
+    "test_size",
+    "routing_iterations",
+    "export_dir",
+)
 
 _OPTIMIZER = flags.DEFINE_enum(
     "optimizer",
@@ -96,9 +117,10 @@ _NUM_PARTS = flags.DEFINE_integer(
 def main(argv):
     del argv
     runs.set_defaults(**DEFAULTS)
-    strategy = runs.set_up(**{**DEFAULTS, **RECIPES[runs.recipe(RECIPES)]})
-    name = runs.dataset(datasets.heinsen_experiments.DATASETS)
-    batch_size = runs.BATCH_SIZE.value
+    preset = runs.choice(_PRESET, PRESETS)
+    strategy = runs.set_up(**{**DEFAULTS, **PRESETS[preset]})
+    name = runs.choice(_DATASET, datasets.heinsen_experiments.DATASETS)
+    batch_size = _BATCH_SIZE.value
     padding = _PADDING.value or ("valid" if name == "smallnorb" else "same")
     image_shape, num_classes, test_splits, _ = (
         datasets.heinsen_experiments.dataset_info(name)
@@ -109,14 +131,14 @@ def main(argv):
     train = datasets.load_heinsen_image_epochs(
         name,
         batch_size,
-        runs.TRAIN_SIZE.value,
+        _TRAIN_SIZE.value,
         seed,
         _PAD_PIXELS.value,
         drop_remainder=runs.static_batches(),
     )
     tests = {
         split: datasets.load_heinsen_images(
-            name, split, batch_size, runs.TEST_SIZE.value
+            name, split, batch_size, _TEST_SIZE.value
         ).cache()
         for split in test_splits
     }
@@ -127,7 +149,7 @@ def main(argv):
             num_classes,
             filters=_FILTERS.value,
             num_parts=_NUM_PARTS.value,
-            num_iterations=runs.ROUTING_ITERATIONS.value,
+            num_iterations=_ROUTING_ITERATIONS.value,
             initialization=_INITIALIZATION.value,
             padding=padding,
             routing_epsilon=heinsen_training.ROUTING_EPSILON.value,
@@ -152,6 +174,7 @@ def main(argv):
     )
     runs.export_serving(
         model,
+        _EXPORT_DIR.value,
         tf.TensorSpec(
             (None, None, None, image_shape[-1]), tf.float32, "images"
         ),

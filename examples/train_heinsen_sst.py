@@ -22,9 +22,14 @@ import keras
 import tensorflow as tf
 from absl import flags
 
-from examples import heinsen_training, runs
+from examples import heinsen_training, run_flags, runs
 from keras_capsules import datasets, models, recipes
 from keras_capsules.datasets import sst
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
 
 _TASK = flags.DEFINE_enum("task", "sst5", list(sst.TASKS), "SST-5 or SST-2.")
 _DATA_DIR = flags.DEFINE_string(
@@ -47,8 +52,8 @@ _BACKBONE = flags.DEFINE_string(
 _VOCABULARY = flags.DEFINE_string(
     "vocabulary", None, "The backbone's vocabulary file."
 )
-# The script's defaults of the flags of `examples/runs.py`: the paper's
-# 3 epochs of batch 20, one cycle to the learning rate 5e-4.
+# The script's defaults of the run-level flags: the paper's 3 epochs of
+# batch 20, one cycle to the learning rate 5e-4.
 DEFAULTS = {
     "epochs": 3,
     "batch_size": 20,
@@ -56,6 +61,9 @@ DEFAULTS = {
     "backup_steps": 1000,
     "routing_iterations": 3,
 }
+_TRAIN_SIZE, _ROUTING_ITERATIONS, _EXPORT_DIR = run_flags.request(
+    __name__, "train_size", "routing_iterations", "export_dir"
+)
 
 
 class FileVocabulary(sst.Vocabulary):
@@ -97,7 +105,7 @@ def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
     task, seed = _TASK.value, runs.SEED.value
-    batch_size, train_size = runs.BATCH_SIZE.value, runs.TRAIN_SIZE.value
+    batch_size, train_size = _BATCH_SIZE.value, _TRAIN_SIZE.value
     num_classes = sst.TASKS[task]
     train_sentences, train_labels = datasets.load_sst(
         _DATA_DIR.value, "train", task, all_phrases=_TRAIN_ON.value == "phrases"
@@ -139,7 +147,7 @@ def main(argv):
             embedding_dim,
             num_classes,
             num_depths=depths,
-            num_iterations=runs.ROUTING_ITERATIONS.value,
+            num_iterations=_ROUTING_ITERATIONS.value,
             routing_epsilon=heinsen_training.ROUTING_EPSILON.value,
         )
         model = recipes.MixupClassifier(
@@ -162,7 +170,9 @@ def main(argv):
         extra_results={"vocabulary_size": len(vocabulary)},
     )
     runs.export_serving(
-        model, tf.TensorSpec((None, None), tf.int32, "token_ids")
+        model,
+        _EXPORT_DIR.value,
+        tf.TensorSpec((None, None), tf.int32, "token_ids"),
     )
 
 

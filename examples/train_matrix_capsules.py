@@ -1,9 +1,9 @@
 """Trains the matrix-capsule network with EM routing (Hinton, Sabour,
-Frosst 2018): spread loss, Adam. `--recipe` names the routing of every
+Frosst 2018): spread loss, Adam. `--preset` names the routing of every
 capsule layer, a preset of `layers.EMRouting`: `standardized` (the
 default: standardised costs, 2 iterations) or `paper` (Procedure 1 as
 written, 3 iterations), with any of its fields changed after a colon:
-`--recipe=standardized:num_iterations=3,assignment_smoothing=0`
+`--preset=standardized:num_iterations=3,assignment_smoothing=0`
 (docs/guides/matrix-capsules.md). The spread-loss margin rises linearly
 from 0.2 to 0.9 over the run (the paper's text).
 
@@ -32,17 +32,21 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import presets, runs
+from examples import presets, run_flags, runs
 from keras_capsules import callbacks, datasets, layers, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
 from keras_capsules.models.matrix_capsnet import DEFAULT_ROUTING
 
-# The script's defaults of the flags of `examples/runs.py`. Unset
-# `--routing_iterations` takes the recipe's.
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+
+# The script's defaults of the run-level flags.
 DEFAULTS = {
     "dataset": "mnist",
-    "recipe": DEFAULT_ROUTING,
+    "preset": DEFAULT_ROUTING,
     "epochs": 10,
     "batch_size": 32,
     "learning_rate": 3e-3,
@@ -51,6 +55,24 @@ DEFAULTS = {
     "backup_steps": 200,
 }
 
+(
+    _DATASET,
+    _PRESET,
+    _TRAIN_SIZE,
+    _TEST_SIZE,
+    _LEARNING_RATE,
+    _BATCH_PARTS,
+    _EXPORT_DIR,
+) = run_flags.request(
+    __name__,
+    "dataset",
+    "preset",
+    "train_size",
+    "test_size",
+    "learning_rate",
+    "batch_parts",
+    "export_dir",
+)
 _MODEL = flags.DEFINE_enum(
     "model",
     "full",
@@ -99,10 +121,10 @@ class StopAtError(keras.callbacks.Callback):
 def load_train_epochs():
     """The training batches as a function of the epoch (resumable)."""
     return datasets.load_matrix_capsule_epochs(
-        runs.DATASET.value,
-        runs.BATCH_SIZE.value,
+        _DATASET.value,
+        _BATCH_SIZE.value,
         _VIEWPOINTS.value,
-        runs.TRAIN_SIZE.value,
+        _TRAIN_SIZE.value,
         runs.SEED.value,
         drop_remainder=runs.static_batches(),
     )
@@ -110,11 +132,11 @@ def load_train_epochs():
 
 def load(split, full_images=False):
     return datasets.load_matrix_capsule_data(
-        runs.DATASET.value,
+        _DATASET.value,
         split,
-        runs.BATCH_SIZE.value,
+        _BATCH_SIZE.value,
         _VIEWPOINTS.value,
-        runs.TRAIN_SIZE.value if split == "train" else runs.TEST_SIZE.value,
+        _TRAIN_SIZE.value if split == "train" else _TEST_SIZE.value,
         runs.SEED.value,
         full_images,
     )
@@ -164,22 +186,16 @@ def train_cnn_baseline(image_shape, num_classes, train, tests):
 
 
 def routing():
-    """The `layers.EMRouting` of `--recipe`, its iterations
-    `--routing_iterations` where that is set."""
-    settings = presets.parse(
-        runs.RECIPE.value or DEFAULTS["recipe"],
-        "recipe",
+    """The `layers.EMRouting` of `--preset`."""
+    return presets.parse(
+        _PRESET.value or DEFAULTS["preset"],
+        "preset",
         layers.EMRouting.PRESETS,
     )
-    if runs.ROUTING_ITERATIONS.value is not None:
-        settings = settings.replace(
-            num_iterations=runs.ROUTING_ITERATIONS.value
-        )
-    return settings
 
 
 def check_settings_flags():
-    """Raises `app.UsageError` unless `--recipe` names routing settings."""
+    """Raises `app.UsageError` unless `--preset` names routing settings."""
     routing()
 
 
@@ -199,11 +215,11 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     runs.set_defaults(**DEFAULTS)
-    settings = routing()  # Refuses a --recipe that names no settings.
+    settings = routing()  # Refuses a --preset that names no settings.
     if _CNN_BASELINE.value and _VIEWPOINTS.value == "none":
         raise app.UsageError("--cnn_baseline needs a --viewpoints split.")
     strategy = runs.set_up(**DEFAULTS)
-    dataset = runs.dataset(experiments.DATASETS)
+    dataset = runs.choice(_DATASET, experiments.DATASETS)
     image_shape, num_classes = experiments.dataset_info(dataset)
     train = load_train_epochs()
     tests = {split: load(split).cache() for split in test_splits()}
@@ -222,16 +238,16 @@ def main(argv):
         extra_callbacks.append(stopper)
     with strategy.scope():
         model = runs.in_batch_parts(
-            build_model(image_shape, num_classes, settings)
+            build_model(image_shape, num_classes, settings), _BATCH_PARTS.value
         )
         loss = losses.SpreadLoss(0.2)
         model.compile(
-            optimizer=keras.optimizers.Adam(runs.LEARNING_RATE.value),
+            optimizer=keras.optimizers.Adam(_LEARNING_RATE.value),
             loss=loss,
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             jit_compile=runs.use_xla(),
         )
-    total_steps = runs.EPOCHS.value * steps_per_epoch
+    total_steps = _EPOCHS.value * steps_per_epoch
     extra_callbacks.append(
         callbacks.SpreadLossMargin(loss, total_steps, 0.2, 0.9)
     )
@@ -251,7 +267,7 @@ def main(argv):
         train,
         tests,
         "matrix_capsnet.keras",
-        steps_per_epoch * runs.BATCH_SIZE.value,
+        steps_per_epoch * _BATCH_SIZE.value,
         dataset,
         extra_callbacks=extra_callbacks,
         validation_split="test",
@@ -259,6 +275,7 @@ def main(argv):
     )
     runs.export_serving(
         model,
+        _EXPORT_DIR.value,
         tf.TensorSpec((None, *image_shape), tf.float32, "images"),
         serve=lambda images: activations_and_classes(model, images),
     )

@@ -68,11 +68,17 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import generative_training, runs
+from examples import generative_training, run_flags, runs
 from keras_capsules import distributions, trainers
 from keras_capsules.datasets import epoch_order
 from keras_capsules.datasets import generative_capsule_experiments as data
 from research import generative_capsules_ablations, presence_evidence
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _TRAIN_BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+_TRAIN_SIZE, _TEST_SIZE = run_flags.request(__name__, "train_size", "test_size")
 
 CLASS = "class"
 BEST_SINGLE = "best_single"
@@ -207,13 +213,13 @@ def train(model, images, labels, given):
 
     batches = epoch_order.epoch_batches(
         (images, labels.astype(np.int32)),
-        runs.BATCH_SIZE.value,
+        _TRAIN_BATCH_SIZE.value,
         runs.SEED.value,
         drop_remainder=True,
     )
     bounds = []
-    progress = keras.utils.Progbar(runs.EPOCHS.value, unit_name="epoch")
-    for epoch in range(runs.EPOCHS.value):
+    progress = keras.utils.Progbar(_EPOCHS.value, unit_name="epoch")
+    for epoch in range(_EPOCHS.value):
         losses = [
             float(step(x, y, tf.constant([epoch, index], tf.int32)))
             for index, (_, (x, y)) in enumerate(batches(epoch))
@@ -309,10 +315,10 @@ def main(argv):
     keras.utils.set_random_seed(runs.SEED.value)
     canvas = generative_training.CANVAS_SIZE.value
     train_images, train_labels = data.load_images(
-        "mnist", "train", runs.TRAIN_SIZE.value, canvas, runs.SEED.value
+        "mnist", "train", _TRAIN_SIZE.value, canvas, runs.SEED.value
     )
     test_images, test_labels = data.load_images(
-        "mnist", "test", runs.TEST_SIZE.value, canvas, runs.SEED.value
+        "mnist", "test", _TEST_SIZE.value, canvas, runs.SEED.value
     )
     model = generative_training.build_model(train_images.shape[1:])
     start = time.time()

@@ -24,9 +24,15 @@ import keras
 import numpy as np
 from absl import app, flags
 
-from examples import generative_training, runs
+from examples import generative_training, run_flags, runs
 from keras_capsules import distributions, trainers
 from keras_capsules.datasets import generative_capsule_experiments as data
+
+# The run-level flags `runs.fit` reads.
+_EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
+    __name__, *run_flags.TRAINING
+)
+_TRAIN_SIZE, _TEST_SIZE = run_flags.request(__name__, "train_size", "test_size")
 
 # The script's defaults of the flags of `examples/runs.py` and
 # `examples/generative_training.py`.
@@ -145,16 +151,16 @@ def main(argv):
     keras.utils.set_random_seed(runs.SEED.value)
     canvas = generative_training.CANVAS_SIZE.value
     train, train_labels = data.load_images(
-        "mnist", "train", runs.TRAIN_SIZE.value, canvas, runs.SEED.value
+        "mnist", "train", _TRAIN_SIZE.value, canvas, runs.SEED.value
     )
     test, test_labels = data.load_images(
-        "mnist", "test", runs.TEST_SIZE.value, canvas, runs.SEED.value
+        "mnist", "test", _TEST_SIZE.value, canvas, runs.SEED.value
     )
     model = generative_training.build_model(train.shape[1:])
     start = time.time()
     epoch_batches = generative_training.training_images(train)
     history = {}
-    for epoch in range(runs.EPOCHS.value):
+    for epoch in range(_EPOCHS.value):
         epoch_history = model.fit(
             epoch_batches(epoch),
             shuffle=False,  # ordered by the epoch's number already

@@ -25,7 +25,7 @@ for variant in "${variants[@]}"; do
     continue
   fi
   # shellcheck disable=SC2086
-  python -m examples.train_heinsen_image --recipe=paper --epochs=1 \
+  python -m examples.train_heinsen_image --preset=paper --epochs=1 \
     --model_dir="$output_dir/$name" $flags "$@" \
     > "$output_dir/$name.log" 2>&1
   python - "$output_dir/$name/results.json" "$name" <<'PY'

@@ -3,7 +3,7 @@
 # the iterations of the paper's recipe, each change that public
 # reimplementations make to Procedure 1's activation alone, and the
 # `standardized` recipe with variations. Each variant is a
-# `--recipe=PRESET:field=value,...` of `layers.EMRouting`.
+# `--preset=PRESET:field=value,...` of `layers.EMRouting`.
 # The variants of options since removed from the example (the loss, the
 # official margin schedule, coordinate addition, batch normalisation
 # after conv1, the vote weights' and primary bias's initialisation,
@@ -40,12 +40,12 @@ variants=(
   "per_mass_standardized_2 $per_mass,num_iterations=2"
 )
 for variant in "${variants[@]}"; do
-  read -r name recipe <<<"$variant"
+  read -r name preset <<<"$variant"
   if [[ -n "${VARIANTS:-}" && " $VARIANTS " != *" $name "* ]]; then
     continue
   fi
   python -m examples.train_matrix_capsules --dataset=procedural_shapes \
-    --model=small --model_dir="$output_dir/$name" --recipe="$recipe" "$@" \
+    --model=small --model_dir="$output_dir/$name" --preset="$preset" "$@" \
     > "$output_dir/$name.log" 2>&1
   python - "$output_dir/$name/results.json" "$name" <<'PY'
 import json, sys

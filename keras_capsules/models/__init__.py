@@ -1,6 +1,7 @@
 """Reference architectures built from the layers."""
 
 from keras_capsules.models.capsnet import CapsNet, capsnet
+from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.models.capsule_classifier import (
     ROUTINGS,
     capsule_classifier,
@@ -36,6 +37,7 @@ from keras_capsules.models.vae import VariationalAutoencoder
 __all__ = [
     "ROUTINGS",
     "CapsNet",
+    "CapsNetConfig",
     "GenerativeCapsuleAutoencoder",
     "VariationalAutoencoder",
     "capsnet",

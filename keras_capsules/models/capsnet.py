@@ -1,6 +1,7 @@
 """CapsNet: convolution, primary capsules, routed class capsules and a
 reconstruction decoder (Sabour, Frosst, Hinton 2017, sec. 4)."""
 
+import dataclasses
 import math
 
 import keras
@@ -9,6 +10,7 @@ from keras import ops
 
 from keras_capsules import layers
 from keras_capsules.losses import MarginLoss, ReconstructionLoss
+from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.recipes import gradient_step
 
 
@@ -30,42 +32,13 @@ class CapsNet(keras.Model):
     Args:
         image_shape: `(H, W, C)` of the input images, values in [0, 1].
         num_classes: int, class capsules.
-        conv_filters: int, channels of the first convolution (256).
-        conv_kernel_size: int, its window (9).
-        primary_capsule_types: int, `PrimaryCapsules` types per position
-            (32).
-        primary_capsule_dim: int, size of each primary capsule (8).
-        primary_kernel_size: int, the primary convolution's window (9).
-        primary_strides: int, the primary convolution's strides (2).
-        primary_convolution_algorithm: the primary capsules' convolution
-            (`PrimaryCapsules`' `convolution_algorithm`): `"auto"`
-            (spectral on a CPU at the paper's sizes), `"direct"` or
-            `"spectral"`; the weights are the same.
-        capsule_dim: int, size of each class capsule (16).
-        num_iterations: int, routing iterations (3).
-        decoder_units: hidden layer sizes of the decoder ((512, 1024)).
-        reconstruction_weight: float, the reconstruction loss's weight
-            (0.0005); 0 trains without the decoder's loss.
+        config: a `CapsNetConfig` (sizes, iterations, decoder, the
+            reconstruction loss's weight), the name of one of its presets
+            (`"paper"`, `"small"`) or None for the paper's.
         **kwargs: base model arguments (`name`).
     """
 
-    def __init__(
-        self,
-        image_shape,
-        num_classes,
-        conv_filters=256,
-        conv_kernel_size=9,
-        primary_capsule_types=32,
-        primary_capsule_dim=8,
-        primary_kernel_size=9,
-        primary_strides=2,
-        primary_convolution_algorithm="auto",
-        capsule_dim=16,
-        num_iterations=3,
-        decoder_units=(512, 1024),
-        reconstruction_weight=0.0005,
-        **kwargs,
-    ):
+    def __init__(self, image_shape, num_classes, config=None, **kwargs):
         super().__init__(**kwargs)
         image_shape = tuple(int(size) for size in image_shape)
         if len(image_shape) != 3:
@@ -75,32 +48,26 @@ class CapsNet(keras.Model):
             )
         self.image_shape = image_shape
         self.num_classes = num_classes
-        self.conv_filters = conv_filters
-        self.conv_kernel_size = conv_kernel_size
-        self.primary_capsule_types = primary_capsule_types
-        self.primary_capsule_dim = primary_capsule_dim
-        self.primary_kernel_size = primary_kernel_size
-        self.primary_strides = primary_strides
-        self.primary_convolution_algorithm = primary_convolution_algorithm
-        self.capsule_dim = capsule_dim
-        self.num_iterations = num_iterations
-        self.decoder_units = tuple(int(units) for units in decoder_units)
-        self.reconstruction_weight = float(reconstruction_weight)
+        self.config = config = CapsNetConfig.get(config)
+        self.reconstruction_weight = float(config.reconstruction_weight)
         self.convolution = keras.layers.Conv2D(
-            conv_filters, conv_kernel_size, activation="relu", name="conv1"
+            config.conv_filters,
+            config.conv_kernel_size,
+            activation="relu",
+            name="conv1",
         )
         self.primary_capsules = layers.PrimaryCapsules(
-            primary_capsule_types,
-            primary_capsule_dim,
-            kernel_size=primary_kernel_size,
-            strides=primary_strides,
-            convolution_algorithm=primary_convolution_algorithm,
+            config.primary_capsule_types,
+            config.primary_capsule_dim,
+            kernel_size=config.primary_kernel_size,
+            strides=config.primary_strides,
+            convolution_algorithm=config.convolution_algorithm,
             name="primary_capsules",
         )
         self.class_capsules = layers.DynamicRouting(
             num_classes,
-            capsule_dim,
-            num_iterations=num_iterations,
+            config.capsule_dim,
+            num_iterations=config.num_iterations,
             name="class_capsules",
         )
         self.capsule_length = layers.CapsuleLength(name="capsule_length")
@@ -110,7 +77,7 @@ class CapsNet(keras.Model):
                 keras.layers.Flatten(),
                 *[
                     keras.layers.Dense(units, activation="relu")
-                    for units in self.decoder_units
+                    for units in config.decoder_units
                 ],
                 keras.layers.Dense(math.prod(image_shape)),
                 # The sigmoid in float32: mixed precision keeps pixels exact.
@@ -232,33 +199,36 @@ class CapsNet(keras.Model):
             "name": self.name,
             "image_shape": self.image_shape,
             "num_classes": self.num_classes,
-            "conv_filters": self.conv_filters,
-            "conv_kernel_size": self.conv_kernel_size,
-            "primary_capsule_types": self.primary_capsule_types,
-            "primary_capsule_dim": self.primary_capsule_dim,
-            "primary_kernel_size": self.primary_kernel_size,
-            "primary_strides": self.primary_strides,
-            "primary_convolution_algorithm": (
-                self.primary_convolution_algorithm
-            ),
-            "capsule_dim": self.capsule_dim,
-            "num_iterations": self.num_iterations,
-            "decoder_units": self.decoder_units,
-            "reconstruction_weight": self.reconstruction_weight,
+            "config": self.config.get_config(),
         }
 
+    @classmethod
+    def from_config(cls, config):
+        """The model of `config`; configs of earlier releases gave the
+        settings as separate arguments."""
+        config = dict(config)
+        names = {field.name for field in dataclasses.fields(CapsNetConfig)}
+        settings = {key: config.pop(key) for key in names & set(config)}
+        if "primary_convolution_algorithm" in config:
+            settings["convolution_algorithm"] = config.pop(
+                "primary_convolution_algorithm"
+            )
+        if settings:
+            config["config"] = settings
+        return cls(**config)
 
-def capsnet(image_shape=(28, 28, 1), num_classes=10, **kwargs):
-    """Returns a built `CapsNet`; keyword arguments as for `CapsNet`.
+
+def capsnet(image_shape=(28, 28, 1), num_classes=10, config=None, **kwargs):
+    """Returns a built `CapsNet`; the arguments are `CapsNet`'s.
 
     Example:
 
-    >>> model = capsnet((28, 28, 1), 10)
+    >>> model = capsnet((28, 28, 1), 10, config="small")
     >>> model.compile(optimizer="adam", metrics=["accuracy"])
     >>> model(np.zeros((2, 28, 28, 1))).shape
     TensorShape([2, 10])
     """
-    model = CapsNet(image_shape, num_classes, **kwargs)
+    model = CapsNet(image_shape, num_classes, config, **kwargs)
     model.build((None, *model.image_shape))
     # A symbolic call (no computation) records the input signature, so
     # `model.export` works before any real call.

@@ -10,15 +10,24 @@ import keras
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 
+# The scripts that write figures (and take `--figures`).
+_FIGURE_SCRIPTS = (
+    "capsule_regression",
+    "train_capsnet",
+    "train_generative_capsules",
+)
+
+
 def script_command(script, flags, model_dir):
     """The command line of `examples.<script>` with `flags`, writing no
     figures, into `model_dir`."""
+    figures = ["--figures=false"] if script in _FIGURE_SCRIPTS else []
     return [
         sys.executable,
         "-m",
         f"examples.{script}",
         *flags,
-        "--figures=false",
+        *figures,
         f"--model_dir={model_dir}",
     ]
 

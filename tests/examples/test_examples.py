@@ -73,14 +73,9 @@ class ExamplesTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         results = run_demo(
             model_dir=directory,
-            train_size=300,
-            max_iterations=3,
-            epochs=1,
-            capsnet_epochs=1,
-            heinsen_epochs=1,
-            matrix_train_size=64,
-            generative_train_size=64,
-            generative_epochs=1,
+            preset="default:train_size=300,em_iterations=3,sgd_epochs=1,"
+            "capsnet_epochs=1,heinsen_epochs=1,matrix_train_size=64,"
+            "generative_train_size=64,generative_epochs=1",
             test_size=200,
         )
         rows = results["rows"]
@@ -108,8 +103,7 @@ class ExamplesTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         settings = {
             "model_dir": directory,
-            "train_size": 300,
-            "matrix_train_size": 64,
+            "preset": "default:train_size=300,matrix_train_size=64",
             "test_size": 100,
             # What is tested is the choice of rows, not their compilation.
             "jit_compile": "false",
@@ -124,7 +118,8 @@ class ExamplesTest(tf.test.TestCase):
         self.assertTrue(
             os.path.exists(os.path.join(directory, "em_vote_distances.png"))
         )
-        self.assertEqual(results["flags"]["max_iterations"], 400)
+        self.assertEqual(results["budget"]["em_iterations"], 400)
+        self.assertEqual(results["budget"]["matrix_train_size"], 64)
         self.assertFalse(
             os.path.exists(os.path.join(directory, "latent_space.png"))
         )

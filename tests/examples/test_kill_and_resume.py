@@ -123,9 +123,8 @@ class KillAndResumeTest(tf.test.TestCase):
                 "--train_size=256",
                 "--test_size=64",
                 "--batch_size=32",
-                "--conv_filters=16",
-                "--primary_capsule_types=4",
-                "--decoder_units=32",
+                "--preset=small:conv_filters=16,primary_capsule_types=4,"
+                "decoder_units=32",
                 "--epochs=3",
             ],
             "capsnet.keras",
@@ -137,7 +136,7 @@ class KillAndResumeTest(tf.test.TestCase):
             "train_heinsen_image",
             [
                 "--dataset=procedural_shapes",
-                "--recipe=cpu",
+                "--preset=cpu",
                 "--mixup_alpha=0.2",
                 "--pad_pixels=2",
                 "--train_size=128",

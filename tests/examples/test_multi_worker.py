@@ -30,9 +30,7 @@ _CAPSNET = [
     "--train_size=128",
     "--test_size=32",
     "--batch_size=32",
-    "--conv_filters=8",
-    "--primary_capsule_types=2",
-    "--decoder_units=16",
+    "--preset=small:conv_filters=8,primary_capsule_types=2,decoder_units=16",
     "--epochs=2",
 ]
 
@@ -175,7 +173,7 @@ class MultiWorkerSlowTest(_MultiWorkerCase):
             "train_heinsen_image",
             [
                 "--dataset=procedural_shapes",
-                "--recipe=cpu",
+                "--preset=cpu",
                 "--mixup_alpha=0",
                 "--train_size=64",
                 "--test_size=32",
@@ -219,7 +217,7 @@ class MultiWorkerSlowTest(_MultiWorkerCase):
                 "--test_size=32",
                 "--batch_size=16",
                 "--epochs=2",
-                "--routing_iterations=2",
+                "--preset=standardized:num_iterations=2",
                 "--jit_compile=false",
             ],
             "matrix_capsnet.keras",

@@ -99,8 +99,8 @@ class ScriptsTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(int(data.cardinality()), 3)
 
     @parameterized.named_parameters(
-        ("capsnet", train_capsnet, {"conv_filters": 8}),
-        ("heinsen_image", train_heinsen_image, {"recipe": "cpu"}),
+        ("capsnet", train_capsnet, {"preset": "small:conv_filters=8"}),
+        ("heinsen_image", train_heinsen_image, {"preset": "cpu"}),
         ("matrix", train_matrix_capsules, {"model": "small"}),
         ("train", train, {"routing": "dynamic"}),
         ("generative", train_generative_capsules, {"canvas_size": 28}),

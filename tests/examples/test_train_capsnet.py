@@ -26,9 +26,7 @@ _SMALL_FLAGS = {
     "train_size": 256,
     "test_size": 64,
     "batch_size": 32,
-    "conv_filters": 16,
-    "primary_capsule_types": 4,
-    "decoder_units": ["32"],
+    "preset": "small:conv_filters=16,primary_capsule_types=4,decoder_units=32",
 }
 
 

@@ -51,12 +51,12 @@ class TrainHeinsenImageTest(tf.test.TestCase):
             filters=8,
             num_parts=4,
             epochs=1,
-            recipe="cpu",
+            preset="cpu",
             model_dir=directory,
             export_dir=export_dir,
         )
         self.assertIn("test_novel", results["evaluation"])
-        # The recipe fills the flags not given; the given ones win.
+        # The preset fills the flags not given; the given ones win.
         flags = results["flags"]
         self.assertEqual(flags["batch_size"], 16)
         self.assertEqual(flags["epochs"], 1)

@@ -31,7 +31,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             test_size=32,
             batch_size=16,
             epochs=1,
-            routing_iterations=2,
+            preset="standardized:num_iterations=2",
             model_dir=directory,
             export_dir=export_dir,
         )
@@ -57,7 +57,9 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         self.assertAllClose(served["activations"], activations, atol=1e-5)
         self.assertAllEqual(served["class_ids"], np.argmax(activations, -1))
         self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
-        self.assertEqual(results["flags"]["recipe"], "standardized")
+        self.assertEqual(
+            results["flags"]["preset"], "standardized:num_iterations=2"
+        )
         self.assertEqual(
             results["routing"]["cost_normalization"], "standardize"
         )
@@ -69,7 +71,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             train_matrix_capsules,
             dataset="procedural_shapes",
             model="small",
-            recipe="paper:variance_floor=5e-4,assignment_smoothing=0.5",
+            preset="paper:variance_floor=5e-4,assignment_smoothing=0.5",
             train_size=32,
             test_size=16,
             batch_size=16,
@@ -98,7 +100,7 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
             run_in_process(
                 train_matrix_capsules,
                 dataset="procedural_shapes",
-                recipe="paper:floor=5e-4",
+                preset="paper:floor=5e-4",
                 model_dir=tempfile.mkdtemp(),
             )
 

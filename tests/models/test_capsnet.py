@@ -9,14 +9,14 @@ import tensorflow as tf
 
 from keras_capsules import losses, models
 
-_SMALL = {
-    "conv_filters": 8,
-    "conv_kernel_size": 3,
-    "primary_capsule_types": 4,
-    "primary_kernel_size": 3,
-    "capsule_dim": 4,
-    "decoder_units": (16,),
-}
+_SMALL = models.CapsNetConfig(
+    conv_filters=8,
+    conv_kernel_size=3,
+    primary_capsule_types=4,
+    primary_kernel_size=3,
+    capsule_dim=4,
+    decoder_units=(16,),
+)
 
 
 def toy_data(count=48, seed=0):
@@ -46,7 +46,7 @@ class CapsNetTest(tf.test.TestCase):
     def test_fit_learns_and_reports_losses(self):
         keras.utils.set_random_seed(0)
         images, labels = toy_data()
-        model = models.capsnet((12, 12, 1), 2, **_SMALL)
+        model = models.capsnet((12, 12, 1), 2, _SMALL)
         model.compile(
             optimizer=keras.optimizers.Adam(1e-2), metrics=["accuracy"]
         )
@@ -59,7 +59,7 @@ class CapsNetTest(tf.test.TestCase):
         self.assertIsInstance(model.loss, losses.MarginLoss)
 
     def test_reconstruct_uses_labels_or_longest(self):
-        model = models.capsnet((12, 12, 1), 3, **_SMALL)
+        model = models.capsnet((12, 12, 1), 3, _SMALL)
         images, _ = toy_data(4)
         capsules = model.encode(images)
         longest = np.argmax(np.linalg.norm(capsules, axis=-1), axis=-1)
@@ -72,7 +72,7 @@ class CapsNetTest(tf.test.TestCase):
 
     def test_keras_round_trip_keeps_outputs_and_compilation(self):
         images, labels = toy_data(16)
-        model = models.capsnet((12, 12, 1), 2, **_SMALL)
+        model = models.capsnet((12, 12, 1), 2, _SMALL)
         model.compile(optimizer="adam", metrics=["accuracy"])
         model.fit(images, labels, epochs=1, verbose=0)
         path = os.path.join(tempfile.mkdtemp(), "capsnet.keras")
@@ -94,15 +94,14 @@ class CapsNetTest(tf.test.TestCase):
             model = models.capsnet(
                 (12, 12, 1),
                 2,
-                primary_convolution_algorithm=algorithm,
-                **_SMALL,
+                _SMALL.replace(convolution_algorithm=algorithm),
             )
             model.compile(optimizer=keras.optimizers.SGD(0.1))
             model.fit(images, labels, epochs=2, batch_size=8, verbose=0)
             trained.append(model)
         direct, spectral = trained
         self.assertEqual(
-            spectral.get_config()["primary_convolution_algorithm"], "spectral"
+            spectral.get_config()["config"]["convolution_algorithm"], "spectral"
         )
         self.assertEqual(
             spectral.primary_capsules.convolution_algorithm, "spectral"
@@ -117,7 +116,7 @@ class CapsNetTest(tf.test.TestCase):
         policy = keras.mixed_precision.dtype_policy()
         keras.mixed_precision.set_dtype_policy("mixed_float16")
         try:
-            model = models.capsnet((12, 12, 1), 2, **_SMALL)
+            model = models.capsnet((12, 12, 1), 2, _SMALL)
             model.compile(optimizer="adam")
             history = model.fit(images, labels, epochs=2, verbose=0)
             lengths = model(images)
@@ -130,7 +129,7 @@ class CapsNetTest(tf.test.TestCase):
     def test_trains_under_a_mirrored_strategy(self):
         images, labels = toy_data(32)
         with tf.distribute.MirroredStrategy().scope():
-            model = models.capsnet((12, 12, 1), 2, **_SMALL)
+            model = models.capsnet((12, 12, 1), 2, _SMALL)
             model.compile(optimizer="adam", metrics=["accuracy"])
         logs = model.fit(images, labels, batch_size=8, verbose=0).history
         self.assertTrue(np.isfinite(logs["loss"][0]))

@@ -19,9 +19,11 @@ class ExportBeforeCallTest(tf.test.TestCase):
                 models.capsnet(
                     (28, 28, 1),
                     10,
-                    conv_filters=16,
-                    primary_capsule_types=4,
-                    decoder_units=(32,),
+                    models.CapsNetConfig(
+                        conv_filters=16,
+                        primary_capsule_types=4,
+                        decoder_units=(32,),
+                    ),
                 ),
             ),
             (

@@ -26,12 +26,14 @@ def capsnet():
     model = models.capsnet(
         (12, 12, 1),
         2,
-        conv_filters=8,
-        conv_kernel_size=3,
-        primary_capsule_types=4,
-        primary_kernel_size=3,
-        capsule_dim=4,
-        decoder_units=(16,),
+        models.CapsNetConfig(
+            conv_filters=8,
+            conv_kernel_size=3,
+            primary_capsule_types=4,
+            primary_kernel_size=3,
+            capsule_dim=4,
+            decoder_units=(16,),
+        ),
     )
     return model, {}, (_images((12, 12, 1)), _labels(2))
 

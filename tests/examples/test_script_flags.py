@@ -1,0 +1,108 @@
+"""Each example script has few flags (its own, those of the shared
+modules it imports and the run-level ones they ask for), and no script
+imports another."""
+
+import ast
+import glob
+import os
+
+import pytest
+
+from examples import run_flags
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+# Issue 59: a script that needs more takes them as one --preset.
+MOST_FLAGS = 25
+
+
+def _tree(module):
+    with open(os.path.join(_ROOT, "examples", f"{module}.py")) as f:
+        return ast.parse(f.read())
+
+
+def _is_script(module):
+    with open(os.path.join(_ROOT, "examples", f"{module}.py")) as f:
+        return '__name__ == "__main__"' in f.read()
+
+
+SCRIPTS = sorted(
+    os.path.basename(path)[:-3]
+    for path in glob.glob(os.path.join(_ROOT, "examples", "*.py"))
+    if _is_script(os.path.basename(path)[:-3])
+)
+
+
+def _imported_examples(tree):
+    """The `examples` modules a module imports."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "examples":
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (
+            node.module or ""
+        ).startswith("examples."):
+            names.add(node.module.split(".")[1])
+    return names
+
+
+def _flags(module, seen):
+    """`(own flag names, run-level flag names)` of `module` and the
+    `examples` modules it imports, each module counted once."""
+    # run_flags holds the definitions; `request` calls count them.
+    if module in seen or module == "run_flags":
+        return set(), set()
+    seen.add(module)
+    tree = _tree(module)
+    own, run = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        function = ast.unparse(node.func)
+        if function.startswith("flags.DEFINE_"):
+            own.add(f"{module}.{ast.literal_eval(node.args[0])}")
+        if function == "run_flags.request":
+            for argument in node.args[1:]:
+                if isinstance(argument, ast.Starred):
+                    run |= set(getattr(run_flags, argument.value.attr))
+                else:
+                    run.add(ast.literal_eval(argument))
+    for imported in _imported_examples(tree):
+        more_own, more_run = _flags(imported, seen)
+        own |= more_own
+        run |= more_run
+    return own, run
+
+
+# The generative model's settings are its script's flags until they
+# become a configuration with presets (issue 59, not done yet): strict, so
+# the mark must go when they do.
+_NOT_YET = {
+    "train_generative_capsules": pytest.mark.xfail(
+        strict=True, reason="issue 59: generative settings as presets"
+    )
+}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(s, marks=_NOT_YET[s]) if s in _NOT_YET else s
+        for s in SCRIPTS
+    ],
+)
+def test_a_script_has_at_most_25_flags(script):
+    own, run = _flags(script, set())
+    assert len(own) + len(run) <= MOST_FLAGS, (script, sorted(own | run))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_no_script_imports_another(script):
+    imported = _imported_examples(_tree(script))
+    assert not imported & set(SCRIPTS), (script, imported & set(SCRIPTS))
+
+
+def test_the_counts_see_every_flag():
+    # runs asks for the core; a script that imports it has them.
+    own, run = _flags("train", set())
+    assert set(run_flags.CORE) <= run
+    assert "train.routing" in own
