@@ -58,8 +58,8 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check keras_capsules tests examples bench
-	$(VENV)/bin/ruff format --check keras_capsules tests examples bench
+	$(VENV)/bin/ruff check keras_capsules tests examples bench research
+	$(VENV)/bin/ruff format --check keras_capsules tests examples bench research
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench.capsule_regression

@@ -9,6 +9,7 @@ read as its field's type (a tuple's entries separated by `/`:
 """
 
 import dataclasses
+import types
 
 from absl import app
 
@@ -48,7 +49,12 @@ def parse(text, flag_name, presets):
 
 
 def _value(text, kind, flag_name, item):
-    """`text` as a `kind` (the field's annotation: a type or its name)."""
+    """`text` as a `kind` (the field's annotation: a type, its name or
+    `type | None`, which also reads `none`)."""
+    if isinstance(kind, types.UnionType):
+        if text.lower() == "none":
+            return None
+        (kind,) = (arg for arg in kind.__args__ if arg is not type(None))
     kind = getattr(kind, "__name__", kind)
     try:
         if kind == "tuple":

@@ -9,8 +9,10 @@ probes (Table 1).
    written to `history.csv`, with what the top layer carries
    (`top_information` and its parts; research/generative_capsules.md,
    "Is the top layer used?").
-   The model's flags (`examples/generative_training.py`) switch on the
-   options measured there; their defaults train the paper's bound.
+   `--preset` names the model's settings
+   (`models.GenerativeCapsuleConfig.PRESETS`; by default
+   `computed_top_poses`, the paper's model with its top poses computed
+   by 3 EM steps, docs/guides/generative-capsules.md).
 2. Fits a VAE baseline (10-D latent, 128 hidden units) on the same images.
 3. Linear probes on the top presences `t0` (their logits), on `(t0, A0)`,
    and on the VAE's `(mu, sigma)`, tested on the test images rotated by
@@ -23,9 +25,8 @@ probes (Table 1).
 4. Test-time ("free form") inference on `--free_form_examples` training
    images and as many of every test set: the `t0` probe on amortised
    latents and on latents refined by `--free_form_steps` steps of the
-   bound (the paper's gradient ascent on free variational parameters by
-   default; `--free_form_optimizer`, `--free_form_recompute_top_layer`),
-   and the bound before and after.
+   bound (the paper's gradient ascent on free variational parameters,
+   `trainers.FreeFormInference`), and the bound before and after.
 5. Figures: templates, and rotated test digits over their amortised and
    free-form reconstructions (Figure 3).
 
@@ -34,10 +35,10 @@ probes (Table 1).
 `examples/runs.py`, the test images' bound as `evaluation`, with
 `parameters_by_part`, `probe` and `free_form`) and the figures;
 `--evaluate_only` reloads them and writes `evaluation.json` instead (with
-`--top_pose_refinement_steps` or `--top_presence_refinement_steps` given,
-the reloaded model computes its top layer that way; `model.keras` is
-left as trained; `evaluated_model` holds the configuration of the model
-evaluated, which the command's model flags need not describe);
+`--preset` given, the reloaded model computes its top layer as the preset
+does; `model.keras` is left as trained; `evaluated_model` holds the
+configuration of the model evaluated, which `--preset` need not
+describe);
 `--export_dir` writes a SavedModel whose `serve` signature maps images to
 their latent variables and reconstruction.
 
@@ -73,7 +74,7 @@ DEFAULTS = {
     "batch_size": 64,
     "learning_rate": 1e-3,
     "jit_compile": "true",
-    "top_pose_refinement_steps": 3,
+    "preset": "computed_top_poses",
 }
 
 _VAE_EPOCHS = flags.DEFINE_integer(
@@ -91,35 +92,6 @@ _ROTATIONS = flags.DEFINE_list(
 )
 _FREE_FORM_STEPS = flags.DEFINE_integer(
     "free_form_steps", 100, "Test-time inference steps (0 skips it)."
-)
-_FREE_FORM_LEARNING_RATE = flags.DEFINE_float(
-    "free_form_learning_rate",
-    None,
-    "Test-time inference's step size (default: the optimizer's, "
-    "`trainers.FREE_FORM_LEARNING_RATES`).",
-)
-_FREE_FORM_PARTS = flags.DEFINE_multi_enum(
-    "free_form_parts",
-    list(trainers.REFINED_PARTS),
-    list(trainers.REFINED_PARTS),
-    "The variational parameters test-time inference refines (repeat the "
-    "flag for several); the others stay at the encoders' output.",
-)
-_FREE_FORM_RECOMPUTE_TOP = flags.DEFINE_boolean(
-    "free_form_recompute_top_layer",
-    False,
-    "Test-time inference computes the top poses (presences) of a model "
-    "with computed steps from the refined templates at every step, as in "
-    "training; false (the paper's free posterior): they start where the "
-    "computed steps put them and move by the bound alone.",
-)
-_FREE_FORM_OPTIMIZER = flags.DEFINE_enum(
-    "free_form_optimizer",
-    "gradient_ascent",
-    list(trainers.FREE_FORM_OPTIMIZERS),
-    "Test-time inference's steps: `gradient_ascent` (the paper's basic "
-    "gradient descent; each image's parameters move by the rate times its "
-    "own bound's gradient) or `adam`.",
 )
 _FREE_FORM_EXAMPLES = flags.DEFINE_integer(
     "free_form_examples", 500, "Images per test set for test-time inference."
@@ -183,30 +155,17 @@ def probe(train_features, train_labels, test_features, labels):
     )
 
 
-def free_form_learning_rate():
-    """`--free_form_learning_rate`, or the default of
-    `--free_form_optimizer`."""
-    if _FREE_FORM_LEARNING_RATE.value is not None:
-        return _FREE_FORM_LEARNING_RATE.value
-    return trainers.FREE_FORM_LEARNING_RATES[_FREE_FORM_OPTIMIZER.value]
-
-
 def free_form_inference(model):
-    """The `trainers.FreeFormInference` of `model` the flags ask for:
-    `--free_form_steps` steps of `--free_form_optimizer` at
-    `free_form_learning_rate()`, refining `--free_form_parts`
-    (`--free_form_recompute_top_layer`), each step compiled as
-    `--jit_compile` says. Called on images, it returns their latents and
-    the bound per step; it compiles its step once per batch shape."""
+    """The paper's test-time inference (`trainers.FreeFormInference`):
+    `--free_form_steps` steps of gradient ascent on every variational
+    parameter, each step compiled as `--jit_compile` says. Called on
+    images, it returns their latents and the bound per step; it compiles
+    its step once per batch shape."""
     return trainers.FreeFormInference(
         model,
         num_steps=_FREE_FORM_STEPS.value,
-        learning_rate=free_form_learning_rate(),
         seed=runs.SEED.value,
         jit_compile=runs.use_xla(),
-        refined_parts=tuple(_FREE_FORM_PARTS.value),
-        recompute_top_layer=_FREE_FORM_RECOMPUTE_TOP.value,
-        optimizer=_FREE_FORM_OPTIMIZER.value,
     )
 
 
@@ -251,12 +210,7 @@ def free_form_effect(model, probe_images, probe_labels, test_sets):
         "bound_per_image": bounds,
         "examples": count,
         "steps": _FREE_FORM_STEPS.value,
-        "learning_rate": free_form_learning_rate(),
-        "refined_parts": list(_FREE_FORM_PARTS.value),
-        # A single parent's top layer is always computed.
-        "recompute_top_layer": _FREE_FORM_RECOMPUTE_TOP.value
-        or model.top_posterior_family == "single_parent",
-        "optimizer": _FREE_FORM_OPTIMIZER.value,
+        "learning_rate": trainers.FREE_FORM_LEARNING_RATES["gradient_ascent"],
     }
 
 
@@ -306,8 +260,8 @@ def load_or_fit(train, test, strategy):
 
 def evaluated_model(model):
     """With `--evaluate_only`, `{"evaluated_model": ...}`: the file and the
-    configuration of the model evaluated (after the inference flags), which
-    the command's model flags need not describe; otherwise `{}`."""
+    configuration of the model evaluated (after `--preset`'s inference
+    fields), which `--preset` need not describe; otherwise `{}`."""
     if not _EVALUATE_ONLY.value:
         return {}
     return {

@@ -15,7 +15,7 @@ in training:
 
       score_i = log p(t1, A1 | t0 = e_i, A0_i) + log p(t0 = e_i, A0_i)
 
-  with `A0_i` by `--top_pose_refinement_steps` EM steps from the top
+  with `A0_i` by the preset's `top_pose_refinement_steps` EM steps from the top
   encoder's poses (`distributions.single_parent_choices`); the presences
   and poses are variational parameters, so the bound stays a bound.
   Chosen freely, one parent soon wins every digit (it is trained on all
@@ -30,8 +30,7 @@ in training:
   infers the exact posterior.)
 
 In both, the top poses are computed by EM steps for the given presences,
-and the model trains on its own bound (`model.bound`: the relaxed one,
-or the Bernoulli one with `--binary_top_presence_draws`). A presence
+and the model trains on its own (relaxed) bound, `model.bound`. A presence
 given as certain costs `|logit|`-sized nats in the relaxed bound's
 Concrete KL (which only moves the prior `p`), so every bound the
 script reports is the one with Bernoulli top presences
@@ -50,13 +49,15 @@ each test digit's given presences choose, the single-parent report of
 `score_i` (`choice_scores`).
 
 Usage:
-  python -m research.class_parents --top_pose_refinement_steps=3 \
-      --top_presence_refinement_steps=1 \
+  python -m research.class_parents \
+      --preset=computed_top_poses:top_presence_refinement_steps=1 \
       --class_parents_free_model=runs/ablation_16_2ep/model.keras \
       --class_parents_output=research/results/generative_capsules_class_parents.jsonl
   python -m research.class_parents --given_presences=best_single \
-      --equipartition_temperature=1 --binary_top_presence_draws=1 \
-      --top_pose_refinement_steps=3
+      --equipartition_temperature=1 --preset=computed_top_poses
+
+(Its runs in research/generative_capsules.md that trained on the
+Bernoulli bound, `--binary_top_presence_draws`, ran at commit e2935bd.)
 """
 
 import json

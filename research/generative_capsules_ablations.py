@@ -13,7 +13,10 @@ Usage:
   python -m research.generative_capsules_ablations --name=default \
       --output=research/results/generative_capsules_ablations.jsonl
   python -m research.generative_capsules_ablations --name=wide_start \
-      --initial_pose_scale=0.7931
+      --preset=paper:initial_pose_scale=0.7931
+
+(The variants of research/generative_capsules_top_layer.md that trained
+with options since removed from the library ran at commit e2935bd.)
 """
 
 import json
@@ -43,7 +46,7 @@ DEFAULTS = {
     "batch_size": 64,
     "learning_rate": 1e-3,
     "jit_compile": "true",
-    "top_pose_refinement_steps": 0,
+    "preset": "paper",
 }
 _NAME = flags.DEFINE_string("name", "default", "Name of the variant.")
 _OUTPUT = flags.DEFINE_string("output", None, "JSON lines file to append to.")

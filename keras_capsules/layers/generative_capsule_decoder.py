@@ -7,6 +7,11 @@ from keras import ops
 from keras_capsules import distributions
 from keras_capsules.layers import validation
 
+# The Concrete temperature of the relaxed presences: the paper's. Lower
+# ones changed nothing the top layer learned (research/
+# generative_capsules_top_layer.md), so it is not a setting.
+CONCRETE_TEMPERATURE = 1.0
+
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class GenerativeCapsuleDecoder(keras.layers.Layer):
@@ -40,13 +45,11 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             pose about 6 log(1 / c_ij) nats, so every template stays
             present; near `min_pose_scale` templates switch off in some
             digits (research/generative_capsules.md, "Is the top layer used?").
-        temperature: Concrete temperature of the relaxed presences.
-            Defaults to 1.0 (the paper's).
-        top_presence_probability: `p` of eq. 1, the prior probability
-            that a top-layer object is present. None (the default) learns
-            it (logit starting at 0); a float in (0, 1) fixes it, so that
-            every present top capsule costs `log(1 / p)` nats of bound.
         **kwargs: base layer arguments.
+
+    The prior probability `p` that a top-layer object is present (eq. 1)
+    is learned (its logit starting at 0), and the relaxed presences are
+    Concrete at temperature `CONCRETE_TEMPERATURE`.
 
     Call arguments:
         inputs: `[presences, poses]` of the template capsules:
@@ -68,8 +71,6 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         clutter_affinity=0.1,
         clutter_pose_scale=1.0,
         off_pose_scale=1.0,
-        temperature=1.0,
-        top_presence_probability=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -83,16 +84,10 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         self.clutter_affinity = clutter_affinity
         self.clutter_pose_scale = clutter_pose_scale
         self.off_pose_scale = off_pose_scale
-        self.temperature = temperature
-        self.top_presence_probability = top_presence_probability
-        if top_presence_probability is not None and not (
-            0 < top_presence_probability < 1
-        ):
-            raise ValueError(
-                "`GenerativeCapsuleDecoder` expects `top_presence_probability`"
-                " in (0, 1), or None to learn it. Received: "
-                f"top_presence_probability={top_presence_probability!r}."
-            )
+        self.temperature = CONCRETE_TEMPERATURE
+        # A fixed prior probability of a top object, set only by configs of
+        # earlier releases (`from_config`); None learns it.
+        self._fixed_top_presence_probability = None
         validation.check_positive_ints(
             self,
             ["num_top_capsules", "num_template_capsules", "template_size"],
@@ -103,7 +98,6 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             "clutter_affinity",
             "clutter_pose_scale",
             "off_pose_scale",
-            "temperature",
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(
@@ -128,7 +122,7 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
     def build(self, input_shape=None):
         n0, n1 = self.num_top_capsules, self.num_template_capsules
         size, channels = self.template_size, self.image_shape[-1]
-        fixed_probability = self.top_presence_probability
+        fixed_probability = self._fixed_top_presence_probability
         self.top_presence_logits = self.add_weight(
             name="top_presence_logits",
             shape=(n0,),
@@ -246,6 +240,31 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             "clutter_affinity": self.clutter_affinity,
             "clutter_pose_scale": self.clutter_pose_scale,
             "off_pose_scale": self.off_pose_scale,
-            "temperature": self.temperature,
-            "top_presence_probability": self.top_presence_probability,
+            **self._former_config(),
         }
+
+    def _former_config(self):
+        """The settings of an earlier release's file that this layer was
+        loaded from, where they differ from this release's."""
+        config = {}
+        if self.temperature != CONCRETE_TEMPERATURE:
+            config["temperature"] = self.temperature
+        if self._fixed_top_presence_probability is not None:
+            config["top_presence_probability"] = (
+                self._fixed_top_presence_probability
+            )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """The layer of `config`. Configs of earlier releases also gave the
+        Concrete temperature and, optionally, a fixed prior probability of
+        a top object; the layer keeps them, so that files saved then
+        compute what they computed."""
+        config = dict(config)
+        temperature = config.pop("temperature", CONCRETE_TEMPERATURE)
+        probability = config.pop("top_presence_probability", None)
+        layer = cls(**config)
+        layer.temperature = temperature
+        layer._fixed_top_presence_probability = probability
+        return layer

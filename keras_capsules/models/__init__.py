@@ -12,6 +12,9 @@ from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
     generative_capsule_autoencoder,
 )
+from keras_capsules.models.generative_capsule_config import (
+    GenerativeCapsuleConfig,
+)
 from keras_capsules.models.generative_capsules import (
     template_encoder,
     top_encoder,
@@ -39,6 +42,7 @@ __all__ = [
     "CapsNet",
     "CapsNetConfig",
     "GenerativeCapsuleAutoencoder",
+    "GenerativeCapsuleConfig",
     "VariationalAutoencoder",
     "capsnet",
     "capsule_classifier",

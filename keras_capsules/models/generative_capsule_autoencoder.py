@@ -6,24 +6,36 @@ from keras import ops
 
 from keras_capsules import distributions
 from keras_capsules import layers as capsule_layers
-from keras_capsules.models import (
-    generative_capsule_settings,
-    generative_capsules,
-)
-from keras_capsules.models.posterior_measures import (
-    expected_presence_count,
-    presence_information,
-    selection_information,
+from keras_capsules.models import generative_capsules
+from keras_capsules.models.generative_capsule_config import (
+    SINGLE_PARENT,
+    GenerativeCapsuleConfig,
 )
 from keras_capsules.recipes import gradient_step
 
 # Pose posterior stds are kept above this (Gaussian poses).
 MIN_POSE_POSTERIOR_SCALE = 1e-3
 
-# `top_posterior_family` (`generative_capsule_settings`).
-MEAN_FIELD = generative_capsule_settings.MEAN_FIELD
-SINGLE_PARENT = generative_capsule_settings.SINGLE_PARENT
-TOP_POSTERIOR_FAMILIES = generative_capsule_settings.TOP_POSTERIOR_FAMILIES
+# The settings configs of earlier releases gave as separate arguments.
+_INFERENCE_FIELDS = (
+    "pose_posterior",
+    "top_pose_refinement_steps",
+    "top_presence_refinement_steps",
+    "top_posterior_family",
+    "single_parent_balance_temperature",
+)
+# Training options of earlier releases, removed as the measurements of
+# research/generative_capsules_top_layer.md found they did not help.
+_REMOVED_TRAINING_OPTIONS = (
+    "top_kl_warmup_steps",
+    "stop_gradient_between_layers",
+    "presence_information_weight",
+    "selection_information_weight",
+    "template_presence_information_weight",
+    "template_count_weight",
+    "template_count_target",
+    "binary_top_presence_draws",
+)
 
 BOUND_TERMS = ("elbo", "reconstruction", "template_kl", "top_kl")
 # Metric names of `distributions.layer_information` of the top layer.
@@ -51,100 +63,29 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             `q(t^1, A^1 | X)` (see `generative_capsules.template_encoder`).
         top_encoder: `(batch, n1, 7)` template capsules -> `(batch, n0, p)`
             parameters of `q(t^0, A^0 | t^1, A^1)`.
-        pose_posterior: `"delta"` (the paper's default) or `"gaussian"`.
-        top_kl_warmup_steps: int; training weighs the top layer's KL term
-            by `min(1, step / top_kl_warmup_steps)`, so that early in
-            training the top layer is free to encode what the template
-            layer needs before it pays for it (KL annealing; Bowman et
-            al., 2016). 0 (the default) trains the bound throughout.
-            Reported metrics are always the unweighted bound.
-        stop_gradient_between_layers: bool, see `capsule_elbo`.
-            Defaults to False (the paper's single objective).
-        presence_information_weight: float >= 0; training adds this
-            multiple of the top layer's presence information over each
-            batch (`distributions.layer_information`: the mutual
-            information between image and top presences) to the bound.
-            It asks every image for confident presences and the images
-            for different ones: the within- and between-example sparsity
-            pressures of stacked capsule autoencoders (Kosiorek et al.,
-            2019) in one term. 0 (the default) trains the bound alone.
-        selection_information_weight: float >= 0; training adds this
-            multiple of the information between the image and the parent
-            that explains a template, over each batch
-            (`selection_information`): low entropy of the parents'
-            shares of an image's templates, high entropy of their shares
-            over the batch (the posterior sparsity of Kosiorek et al.,
-            2019, on the selection posterior of eq. 9). 0 (the default)
-            trains the bound alone.
-        template_presence_information_weight: float >= 0; training adds
-            this multiple of the template layer's presence information
-            over each batch (`distributions.layer_information` of
-            `q(t^1 | X)`): confident template presences that differ
-            between images, so that which templates make up a digit can
-            tell its parent (through `gamma_ij`, eq. 4). 0 (the default)
-            trains the bound alone.
-        template_count_weight: float >= 0; training subtracts this
-            multiple of `(sum_j q(t^1_j = 1 | X) - template_count_target)^2`
-            per image from the bound: each image is drawn with about
-            `template_count_target` templates (the within-example
-            sparsity of Kosiorek et al., 2019, on the template layer), so
-            that which templates it uses depends on its shape. 0 (the
-            default) trains the bound alone.
-        template_count_target: float in (0, n1], the number of templates
-            per image `template_count_weight` asks for; required when that
-            weight is > 0.
-        top_pose_refinement_steps: int >= 0; the top layer's poses start
-            where the top encoder puts them and take this many EM steps
-            toward the poses that best explain the template poses under
-            eq. 5 and the prior (`distributions.refine_parent_poses`), in
-            training, evaluation and `encode`. The bound stays a bound
-            (with delta poses the poses are variational parameters). 0
-            (the default, the paper's amortised encoder) uses the
-            encoder's poses.
-        top_presence_refinement_steps: int >= 0; after the pose steps,
-            the top layer's presences take this many mean-field steps
-            (`distributions.parent_presence_logits`): each parent's logit
-            becomes the prior's plus what switching it on rather than off
-            adds to `log p(t^1, A^1 | t^0, A^0)`, the other parents at
-            their current presences. 0 (the default) uses the encoder's
-            presences.
-        binary_top_presence_draws: int >= 0; > 0 trains and evaluates
-            the bound of the model with Bernoulli top-layer presences, as
-            eq. 1 writes them (`distributions.binary_top_elbo`): a parent
-            is in a template's mixture (eq. 3) or out of it, not scaled
-            by a relaxed presence. Its expectation over the presences is
-            the mean of this many draws per image, and its gradient in
-            the presence logits a score-function estimate. 0 (the
-            default) trains the paper's Concrete-relaxed bound.
-        top_posterior_family: `"mean_field"` (the default, the paper's
-            `q(t^0, A^0)`: each top capsule present or not on its own) or
-            `"single_parent"`: exactly one top capsule is present, as if
-            each image showed one object
-            (`distributions.SingleParentPosterior`). Its posterior is
-            computed, not predicted: for each parent alone, its pose by
-            `top_pose_refinement_steps` EM steps from the top encoder's
-            pose (`distributions.single_parent_choices`), and
-            `q(t^0 = e_i)` the softmax of the log joints, the exact
-            posterior within the family; the top encoder's presences are
-            not used. The bound (`distributions.single_parent_elbo`) sums
-            over the `n0` events exactly, top presences Bernoulli. Needs
-            delta poses, and no presence steps, draws or information
-            weights.
-        single_parent_balance_temperature: float >= 0, with
-            `top_posterior_family="single_parent"`: in training, each
-            batch's posterior is replaced by the assignment closest to
-            the softmax of `log joint / temperature` that gives every
-            parent an equal share of the batch
-            (`distributions.balanced_assignments`; per replica under a
-            strategy). It is still a posterior of the family, so the
-            bound stays a bound. Unbalanced, the parent that fits most
-            digits best is trained on them and soon fits every digit
-            best (one parent took every MNIST test digit after 2 epochs of
-            the hard choice of `research.class_parents`;
-            research/generative_capsules.md, "Is the top layer used?").
-            Evaluation, `encode` and test-time
-            inference use the exact posterior. 0 (the default): the
-            exact posterior in training too.
+        config: a `GenerativeCapsuleConfig` (or a preset's name): the
+            pose posterior and how the top layer is inferred. The decoder
+            and the encoders must have its sizes
+            (`generative_capsule_autoencoder` builds them so); None takes
+            the decoder's, with the paper's inference. With
+            `top_pose_refinement_steps` the top layer's poses start where
+            the top encoder puts them and take that many EM steps toward
+            the poses that best explain the template poses under eq. 5 and
+            the prior (`distributions.refine_parent_poses`), in training,
+            evaluation and `encode`; the bound stays a bound (with delta
+            poses the poses are variational parameters). With
+            `top_presence_refinement_steps` the presences then take that
+            many mean-field steps (`distributions.parent_presence_logits`).
+            With `top_posterior_family="single_parent"` exactly one top
+            capsule is present (`distributions.SingleParentPosterior`): for
+            each parent alone its pose by the EM steps from the encoder's,
+            `q(t^0 = e_i)` the softmax of the log joints (the exact
+            posterior within the family), the bound
+            (`distributions.single_parent_elbo`) summed over the `n0`
+            events exactly; in training each batch's posterior is balanced
+            across the parents at `single_parent_balance_temperature`
+            (`distributions.balanced_assignments`), which keeps one parent
+            from taking every digit.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
@@ -165,70 +106,64 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         decoder,
         template_encoder,
         top_encoder,
-        pose_posterior="delta",
-        top_kl_warmup_steps=0,
-        stop_gradient_between_layers=False,
-        presence_information_weight=0.0,
-        selection_information_weight=0.0,
-        top_pose_refinement_steps=0,
-        top_presence_refinement_steps=0,
-        template_presence_information_weight=0.0,
-        template_count_weight=0.0,
-        template_count_target=None,
-        binary_top_presence_draws=0,
-        top_posterior_family=MEAN_FIELD,
-        single_parent_balance_temperature=0.0,
+        config=None,
         seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        generative_capsule_settings.check_settings(
-            decoder.num_template_capsules,
-            pose_posterior=pose_posterior,
-            top_kl_warmup_steps=top_kl_warmup_steps,
-            presence_information_weight=presence_information_weight,
-            selection_information_weight=selection_information_weight,
-            top_pose_refinement_steps=top_pose_refinement_steps,
-            top_presence_refinement_steps=top_presence_refinement_steps,
-            template_presence_information_weight=(
-                template_presence_information_weight
-            ),
-            template_count_weight=template_count_weight,
-            template_count_target=template_count_target,
-            binary_top_presence_draws=binary_top_presence_draws,
-            top_posterior_family=top_posterior_family,
-            single_parent_balance_temperature=single_parent_balance_temperature,
-        )
         self.decoder = decoder
         self.template_encoder = template_encoder
         self.top_encoder = top_encoder
-        self.pose_posterior = pose_posterior
-        self.top_kl_warmup_steps = int(top_kl_warmup_steps)
-        self.stop_gradient_between_layers = bool(stop_gradient_between_layers)
-        self.presence_information_weight = float(presence_information_weight)
-        self.selection_information_weight = float(selection_information_weight)
-        self.top_pose_refinement_steps = int(top_pose_refinement_steps)
-        self.top_presence_refinement_steps = int(top_presence_refinement_steps)
-        self.template_presence_information_weight = float(
-            template_presence_information_weight
-        )
-        self.binary_top_presence_draws = int(binary_top_presence_draws)
-        self.top_posterior_family = top_posterior_family
-        self.single_parent_balance_temperature = float(
-            single_parent_balance_temperature
-        )
-        self.template_count_weight = float(template_count_weight)
-        self.template_count_target = (
-            None
-            if template_count_target is None
-            else float(template_count_target)
-        )
+        # None: the decoder's sizes and scales, the paper's inference.
+        self.config = _settings_of(decoder, {}) if config is None else config
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.trackers = {
             name: keras.metrics.Mean(name=name)
             for name in (*BOUND_TERMS, *TOP_LAYER_MEASURES, "top_explained")
         }
+
+    @property
+    def config(self):
+        """The `GenerativeCapsuleConfig`. Setting another changes how the
+        top layer is inferred (its sizes must stay the decoder's), e.g.
+        a trained model's: `model.config =
+        model.config.replace(top_pose_refinement_steps=3)`."""
+        return self._config
+
+    @config.setter
+    def config(self, config):
+        config = GenerativeCapsuleConfig.get(config)
+        for name in ("num_top_capsules", "num_template_capsules"):
+            if getattr(config, name) != getattr(self.decoder, name):
+                raise ValueError(
+                    f"`GenerativeCapsuleAutoencoder`'s config has {name}="
+                    f"{getattr(config, name)}, its decoder "
+                    f"{getattr(self.decoder, name)}. Change only the "
+                    "inference fields of a built model's config, or build "
+                    "the model with `generative_capsule_autoencoder`."
+                )
+        self._config = config
+
+    @property
+    def pose_posterior(self):
+        return self.config.pose_posterior
+
+    @property
+    def top_pose_refinement_steps(self):
+        return self.config.top_pose_refinement_steps
+
+    @property
+    def top_presence_refinement_steps(self):
+        return self.config.top_presence_refinement_steps
+
+    @property
+    def top_posterior_family(self):
+        return self.config.top_posterior_family
+
+    @property
+    def single_parent_balance_temperature(self):
+        return float(self.config.single_parent_balance_temperature)
 
     @property
     def metrics(self):
@@ -353,7 +288,6 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             self.template_posterior(images, training=training),
             lambda templates: self.top_posterior(templates, training),
             seed,
-            stop_gradient_between_layers=self.stop_gradient_between_layers,
             rows=gradient_step.replica_rows(tf.shape(images)[0]),
         )
 
@@ -361,10 +295,9 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self, images, template_posterior, top_posterior_fn, seed, **options
     ):
         """The bound this model trains on, from given posteriors:
-        `distributions.capsule_elbo` (the paper's relaxed one),
-        `distributions.binary_top_elbo` when `binary_top_presence_draws`
-        > 0, or `distributions.single_parent_elbo` with
-        `top_posterior_family="single_parent"`; `options` go to any."""
+        `distributions.capsule_elbo` (the paper's relaxed one), or
+        `distributions.single_parent_elbo` with
+        `top_posterior_family="single_parent"`; `options` go to either."""
         arguments = (
             self.decoder.generative_model(),
             images,
@@ -374,18 +307,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         )
         if self.top_posterior_family == SINGLE_PARENT:
             return distributions.single_parent_elbo(*arguments, **options)
-        if self.binary_top_presence_draws:
-            return distributions.binary_top_elbo(
-                *arguments, num_draws=self.binary_top_presence_draws, **options
-            )
         return distributions.capsule_elbo(*arguments, **options)
-
-    def top_kl_weight(self):
-        """The weight of the top layer's KL term in the training loss."""
-        if not self.top_kl_warmup_steps:
-            return 1.0
-        step = ops.cast(self.optimizer.iterations, "float32")
-        return ops.minimum(1.0, step / float(self.top_kl_warmup_steps))
 
     def _update_trackers(self, terms):
         for name in BOUND_TERMS:
@@ -412,36 +334,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         with tf.GradientTape() as tape:
             terms = self.elbo_terms(images, training=True)
             loss = -ops.mean(terms["elbo"])
-            objective = -ops.mean(
-                terms["reconstruction"]
-                - terms["template_kl"]
-                - self.top_kl_weight() * terms["top_kl"]
-            )
-            for weight, posterior in (
-                (self.presence_information_weight, terms["top_posterior"]),
-                (
-                    self.template_presence_information_weight,
-                    terms["template_posterior"],
-                ),
-            ):
-                if weight:
-                    objective -= weight * presence_information(posterior)
-            if self.template_count_weight:
-                objective += self.template_count_weight * ops.mean(
-                    ops.square(
-                        expected_presence_count(terms["template_posterior"])
-                        - self.template_count_target
-                    )
-                )
-            if self.selection_information_weight:
-                conditional = self.decoder.generative_model()
-                selections = conditional.template_conditional(
-                    terms["top"]
-                ).selection_posterior(terms["templates"])
-                objective -= self.selection_information_weight * (
-                    selection_information(selections)
-                )
-            replica_loss = gradient_step.replica_share(objective)
+            replica_loss = gradient_step.replica_share(loss)
         gradient_step.minimize(self, tape, replica_loss)
         return self._report(loss, terms)
 
@@ -498,110 +391,97 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             "top_encoder": keras.saving.serialize_keras_object(
                 self.top_encoder
             ),
-            "pose_posterior": self.pose_posterior,
-            "top_kl_warmup_steps": self.top_kl_warmup_steps,
-            "stop_gradient_between_layers": self.stop_gradient_between_layers,
-            "presence_information_weight": self.presence_information_weight,
-            "selection_information_weight": self.selection_information_weight,
-            "top_pose_refinement_steps": self.top_pose_refinement_steps,
-            "top_presence_refinement_steps": (
-                self.top_presence_refinement_steps
-            ),
-            "template_presence_information_weight": (
-                self.template_presence_information_weight
-            ),
-            "template_count_weight": self.template_count_weight,
-            "template_count_target": self.template_count_target,
-            "binary_top_presence_draws": self.binary_top_presence_draws,
-            "top_posterior_family": self.top_posterior_family,
-            "single_parent_balance_temperature": (
-                self.single_parent_balance_temperature
-            ),
+            "config": self.config.get_config(),
             "seed": self.seed,
         }
 
     @classmethod
     def from_config(cls, config):
+        """The model of `config`. Configs of earlier releases gave the
+        inference settings as separate arguments (now `config`'s), and
+        training-only options since removed (their measurements:
+        research/README.md), which no prediction depended on."""
         config = dict(config)
         for key in ("decoder", "template_encoder", "top_encoder"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
+        if "config" not in config:
+            fields = {
+                name: config.pop(name)
+                for name in _INFERENCE_FIELDS
+                if name in config
+            }
+            for name in _REMOVED_TRAINING_OPTIONS:
+                config.pop(name, None)
+            config["config"] = _settings_of(config["decoder"], fields)
         return cls(**config)
 
 
-def generative_capsule_autoencoder(
-    image_shape=(28, 28, 1),
-    num_top_capsules=16,
-    num_template_capsules=16,
-    template_size=12,
-    pose_posterior="delta",
-    template_channels=32,
-    coordinate_channels=False,
-    normalize_top_encoder_inputs=False,
-    top_kl_warmup_steps=0,
-    stop_gradient_between_layers=False,
-    presence_information_weight=0.0,
-    selection_information_weight=0.0,
-    top_pose_refinement_steps=0,
-    top_presence_refinement_steps=0,
-    template_presence_information_weight=0.0,
-    template_count_weight=0.0,
-    template_count_target=None,
-    binary_top_presence_draws=0,
-    top_posterior_family=MEAN_FIELD,
-    single_parent_balance_temperature=0.0,
-    seed=None,
-    **decoder_kwargs,
-):
-    """The paper's configuration (section 4, supplementary B) as a built
-    `GenerativeCapsuleAutoencoder`.
+def _settings_of(decoder, fields):
+    """The `GenerativeCapsuleConfig` of a decoder and inference `fields`
+    (from a config of an earlier release)."""
+    return GenerativeCapsuleConfig(
+        num_top_capsules=decoder.num_top_capsules,
+        num_template_capsules=decoder.num_template_capsules,
+        template_size=decoder.template_size,
+        pixel_scale=decoder.pixel_scale,
+        min_pose_scale=decoder.min_pose_scale,
+        initial_pose_scale=decoder.initial_pose_scale,
+        clutter_affinity=decoder.clutter_affinity,
+        clutter_pose_scale=decoder.clutter_pose_scale,
+        off_pose_scale=decoder.off_pose_scale,
+        **fields,
+    )
 
-    `template_channels` and `coordinate_channels` go to
-    `generative_capsules.template_encoder`; `normalize_top_encoder_inputs`
-    to `generative_capsules.top_encoder` (as `normalize_inputs`);
-    `top_kl_warmup_steps`, `stop_gradient_between_layers`, the
-    information weights, the template count, the refinement steps and
-    `binary_top_presence_draws`, `top_posterior_family` and
-    `single_parent_balance_temperature` to the model; `decoder_kwargs` to
-    `GenerativeCapsuleDecoder` (template size, pixel noise, temperature,
-    ...)."""
+
+def generative_capsule_autoencoder(
+    image_shape=(28, 28, 1), config=None, seed=None
+):
+    """A built `GenerativeCapsuleAutoencoder` of the paper's architecture
+    (section 4, supplementary B) with `config`'s sizes and inference.
+
+    Args:
+        image_shape: `(H, W, C)` of the images.
+        config: a `GenerativeCapsuleConfig`, the name of one of its presets
+            (`GenerativeCapsuleConfig.PRESETS`: `"paper"`,
+            `"computed_top_poses"`, `"single_parent"`,
+            `"computed_presences_32"`) or None for the paper's.
+        seed: int seed of the bound's Monte Carlo draws.
+
+    Example:
+
+    >>> model = generative_capsule_autoencoder(
+    ...     (28, 28, 1), GenerativeCapsuleConfig(num_top_capsules=4))
+    >>> model(np.zeros((2, 28, 28, 1))).shape
+    TensorShape([2, 28, 28, 1])
+    """
+    config = GenerativeCapsuleConfig.get(config)
     decoder = capsule_layers.GenerativeCapsuleDecoder(
-        num_top_capsules=num_top_capsules,
-        num_template_capsules=num_template_capsules,
-        template_size=template_size,
+        num_top_capsules=config.num_top_capsules,
+        num_template_capsules=config.num_template_capsules,
+        template_size=config.template_size,
         image_shape=image_shape,
-        **decoder_kwargs,
+        pixel_scale=config.pixel_scale,
+        min_pose_scale=config.min_pose_scale,
+        initial_pose_scale=config.initial_pose_scale,
+        clutter_affinity=config.clutter_affinity,
+        clutter_pose_scale=config.clutter_pose_scale,
+        off_pose_scale=config.off_pose_scale,
     )
     decoder.build()
     model = GenerativeCapsuleAutoencoder(
         decoder,
         generative_capsules.template_encoder(
             image_shape,
-            num_template_capsules,
-            channels=template_channels,
-            pose_posterior=pose_posterior,
-            coordinate_channels=coordinate_channels,
+            config.num_template_capsules,
+            channels=config.template_channels,
+            pose_posterior=config.pose_posterior,
         ),
         generative_capsules.top_encoder(
-            num_template_capsules,
-            num_top_capsules,
-            pose_posterior=pose_posterior,
-            normalize_inputs=normalize_top_encoder_inputs,
+            config.num_template_capsules,
+            config.num_top_capsules,
+            pose_posterior=config.pose_posterior,
         ),
-        pose_posterior=pose_posterior,
-        top_kl_warmup_steps=top_kl_warmup_steps,
-        stop_gradient_between_layers=stop_gradient_between_layers,
-        presence_information_weight=presence_information_weight,
-        selection_information_weight=selection_information_weight,
-        top_pose_refinement_steps=top_pose_refinement_steps,
-        top_presence_refinement_steps=top_presence_refinement_steps,
-        template_presence_information_weight=(
-            template_presence_information_weight
-        ),
-        template_count_weight=template_count_weight,
-        template_count_target=template_count_target,
-        binary_top_presence_draws=binary_top_presence_draws,
-        top_posterior_family=top_posterior_family,
-        single_parent_balance_temperature=single_parent_balance_temperature,
+        config=config,
         seed=seed,
     )
     model.build((None, *image_shape))

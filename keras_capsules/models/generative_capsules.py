@@ -5,9 +5,6 @@ import keras
 
 from keras_capsules import distributions
 from keras_capsules import layers as capsule_layers
-from keras_capsules.models.normalization import batch_normalization
-
-POSE_POSTERIORS = ("delta", "gaussian")
 
 
 def posterior_size(pose_posterior):
@@ -22,7 +19,6 @@ def template_encoder(
     num_template_capsules=16,
     channels=32,
     pose_posterior="delta",
-    coordinate_channels=False,
     name="template_encoder",
 ):
     """`q(t^1, A^1 | X)`: 4 conv layers (3x3, `channels`, stride 2 in the
@@ -30,20 +26,18 @@ def template_encoder(
     supplementary B). Returns a functional model from images to
     `(batch, n1, posterior_size)` variational parameters.
 
-    Convolutions and attentive pooling are blind to where a feature is,
-    so the pooled poses cannot say where a part was found;
-    `coordinate_channels=True` appends every position's coordinates to
-    the last feature map, so each template's pose can read the position
-    its attention picked (as SCAE's part encoder does with a learned
-    per-location bias)."""
+    Example:
+
+    >>> encoder = template_encoder((28, 28, 1), num_template_capsules=4)
+    >>> encoder(np.zeros((2, 28, 28, 1))).shape
+    TensorShape([2, 4, 7])
+    """
     images = keras.Input(image_shape, name="images")
     x = images
     for strides in (2, 2, 1, 1):
         x = keras.layers.Conv2D(
             channels, 3, strides=strides, padding="same", activation="elu"
         )(x)
-    if coordinate_channels:
-        x = capsule_layers.CoordinateChannels()(x)
     parameters = capsule_layers.AttentivePooling(
         num_template_capsules, posterior_size(pose_posterior)
     )(x)
@@ -59,7 +53,6 @@ def top_encoder(
     num_heads=4,
     code_dim=32,
     pose_posterior="delta",
-    normalize_inputs=False,
     name="top_encoder",
 ):
     """`q(t^0, A^0 | t^1, A^1)`: a set transformer over the template
@@ -75,21 +68,20 @@ def top_encoder(
     added to; after each post-norm attention block the image-dependent
     part shrinks further (by about 100 times over the 4 blocks and PMA of
     a model trained for 2 epochs), so the encoder's output hardly depends
-    on its input. `normalize_inputs=True` batch-normalises every
-    template's presence and pose entries first, so the image-dependent
-    part starts at unit scale.
+    on its input (normalising its inputs did not change what the top
+    layer learned: research/generative_capsules_top_layer.md).
+
+    Example:
+
+    >>> encoder = top_encoder(4, 2, hidden_dim=8, num_blocks=1,
+    ...                       num_inducing_points=2, num_heads=1, code_dim=4)
+    >>> encoder(np.zeros((3, 4, 7))).shape
+    TensorShape([3, 2, 7])
     """
     capsules = keras.Input(
         (num_template_capsules, 1 + distributions.POSE_DIM), name="templates"
     )
-    x = capsules
-    if normalize_inputs:
-        x = keras.layers.Reshape((-1,))(x)
-        x = batch_normalization()(x)
-        x = keras.layers.Reshape(
-            (num_template_capsules, 1 + distributions.POSE_DIM)
-        )(x)
-    x = keras.layers.Dense(hidden_dim)(x)
+    x = keras.layers.Dense(hidden_dim)(capsules)
     x = capsule_layers.CapsuleEmbedding()(x)
     for _ in range(num_blocks):
         x = capsule_layers.InducedSetAttention(num_inducing_points, num_heads)(

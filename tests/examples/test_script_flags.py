@@ -73,23 +73,7 @@ def _flags(module, seen):
     return own, run
 
 
-# The generative model's settings are its script's flags until they
-# become a configuration with presets (issue 59, not done yet): strict, so
-# the mark must go when they do.
-_NOT_YET = {
-    "train_generative_capsules": pytest.mark.xfail(
-        strict=True, reason="issue 59: generative settings as presets"
-    )
-}
-
-
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(s, marks=_NOT_YET[s]) if s in _NOT_YET else s
-        for s in SCRIPTS
-    ],
-)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_a_script_has_at_most_25_flags(script):
     own, run = _flags(script, set())
     assert len(own) + len(run) <= MOST_FLAGS, (script, sorted(own | run))

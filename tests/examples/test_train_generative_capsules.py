@@ -21,6 +21,9 @@ from tests.examples.test_train_capsnet import (
 )
 
 FLAGS = flags.FLAGS
+# The settings the test trains: the script's default preset with 2
+# computed pose steps instead of 3.
+_TRAINED = "computed_top_poses:top_pose_refinement_steps=2"
 
 
 class TrainGenerativeCapsulesTest(tf.test.TestCase):
@@ -42,17 +45,14 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             vae_epochs=1,
             free_form_steps=3,
             free_form_examples=8,
-            free_form_parts=["template_poses", "top"],
-            free_form_recompute_top_layer=True,
-            free_form_optimizer="adam",
             jit_compile="false",
             max_shift=2,
-            top_pose_refinement_steps=2,
+            preset=_TRAINED,
             model_dir=directory,
             export_dir=export_dir,
         )
         self.assertEqual(results["train_examples"], 192)
-        self.assertEqual(results["flags"]["top_pose_refinement_steps"], 2)
+        self.assertEqual(results["flags"]["preset"], _TRAINED)
         self.assertIn("elbo", results["evaluation"]["test"])
         elbo = results["history"]["elbo"]
         self.assertLen(elbo, 3)
@@ -64,13 +64,8 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
                     ["rotated_0", "rotated_90", "affine"],
                 )
         self.assertEqual(
-            results["free_form"]["refined_parts"], ["template_poses", "top"]
-        )
-        self.assertTrue(results["free_form"]["recompute_top_layer"])
-        self.assertEqual(results["free_form"]["optimizer"], "adam")
-        self.assertEqual(
             results["free_form"]["learning_rate"],
-            trainers.FREE_FORM_LEARNING_RATES["adam"],
+            trainers.FREE_FORM_LEARNING_RATES["gradient_ascent"],
         )
         for kind in ("t0", "t0_A0"):
             for way in ("amortised", "free_form"):
@@ -124,22 +119,22 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             free_form_steps=0,
             jit_compile="false",
             evaluate_only=True,
-            top_presence_refinement_steps=1,
+            preset=f"{_TRAINED},top_presence_refinement_steps=1",
             figures=False,
             model_dir=directory,
         ):
             train_generative_capsules.main(["prog"])
         with open(os.path.join(directory, "evaluation.json")) as f:
             evaluation = json.load(f)
-        self.assertEqual(
-            evaluation["flags"]["top_presence_refinement_steps"], 1
-        )
-        # The model evaluated, not the command's model flags (the
-        # command left them at their defaults).
+        # The model evaluated: the trained one computing its presences.
         evaluated = evaluation["evaluated_model"]["config"]
         trained = keras.models.load_model(model_path).get_config()
-        self.assertEqual(evaluated["top_presence_refinement_steps"], 1)
-        self.assertEqual(trained["top_presence_refinement_steps"], 0)
+        self.assertEqual(
+            evaluated["config"],
+            {**trained["config"], "top_presence_refinement_steps": 1},
+        )
+        self.assertEqual(trained["config"]["top_presence_refinement_steps"], 0)
+        self.assertEqual(trained["config"]["top_pose_refinement_steps"], 2)
         self.assertEqual(
             evaluated["decoder"], json.loads(json.dumps(trained["decoder"]))
         )

@@ -55,8 +55,6 @@ def test_generative_model_samples_and_scores():
         ({"pixel_scale": 0.0}, "pixel_scale"),
         ({"image_shape": (28, 28)}, r"\(H, W, C\)"),
         ({"num_template_capsules": 0}, "num_template_capsules"),
-        ({"top_presence_probability": 1.0}, "top_presence_probability"),
-        ({"top_presence_probability": 0.0}, "top_presence_probability"),
     ],
 )
 def test_bad_arguments_raise(kwargs, match):
@@ -86,13 +84,17 @@ def test_pose_scales_start_at_the_initial_scale():
         )
 
 
-def test_a_fixed_top_presence_probability_is_the_prior_and_not_trained():
-    decoder = layers.GenerativeCapsuleDecoder(
-        num_top_capsules=2,
-        num_template_capsules=3,
-        template_size=4,
-        top_presence_probability=0.1,
-    )
+def test_a_former_fixed_top_presence_probability_is_kept_and_not_trained():
+    # Earlier releases took `top_presence_probability` and `temperature`
+    # as arguments; their configs load to the same prior.
+    former = {
+        **layers.GenerativeCapsuleDecoder(
+            num_top_capsules=2, num_template_capsules=3, template_size=4
+        ).get_config(),
+        "temperature": 0.5,
+        "top_presence_probability": 0.1,
+    }
+    decoder = layers.GenerativeCapsuleDecoder.from_config(former)
     decoder.build()
     np.testing.assert_allclose(
         decoder.top_presence_logits, np.log(0.1 / 0.9) * np.ones(2), rtol=1e-6
@@ -105,8 +107,10 @@ def test_a_fixed_top_presence_probability_is_the_prior_and_not_trained():
     present = {"presence": np.array([1.0, 0.0]), "pose": np.zeros((2, 6))}
     expected = np.log(0.1) + np.log(0.9) - 6 * np.log(2 * np.pi)
     np.testing.assert_allclose(prior.log_prob(present), expected, rtol=1e-5)
-    restored = layers.GenerativeCapsuleDecoder.from_config(decoder.get_config())
-    assert restored.top_presence_probability == 0.1
+    assert decoder.temperature == 0.5
+    config = decoder.get_config()
+    assert config["top_presence_probability"] == 0.1
+    assert config["temperature"] == 0.5
     learned = layers.GenerativeCapsuleDecoder(
         num_top_capsules=2, num_template_capsules=3, template_size=4
     )
@@ -115,3 +119,4 @@ def test_a_fixed_top_presence_probability_is_the_prior_and_not_trained():
         weight is learned.top_presence_logits
         for weight in learned.trainable_weights
     )
+    assert "top_presence_probability" not in learned.get_config()

@@ -13,16 +13,21 @@ from keras_capsules import datasets, distributions, models, trainers
 from tests.tracing import count_train_step_traces
 
 
-def tiny_autoencoder(pose_posterior="delta", **options):
-    """A small model; `options` go to `generative_capsule_autoencoder`."""
-    return models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
+def tiny_config(pose_posterior="delta", **options):
+    """A small model's settings; `options` are more of its fields."""
+    return models.GenerativeCapsuleConfig(
         num_top_capsules=3,
         num_template_capsules=4,
         template_size=6,
         pose_posterior=pose_posterior,
-        seed=0,
         **options,
+    )
+
+
+def tiny_autoencoder(pose_posterior="delta", **options):
+    """A small model; `options` are more of its `GenerativeCapsuleConfig`."""
+    return models.generative_capsule_autoencoder(
+        (16, 16, 1), tiny_config(pose_posterior, **options), seed=0
     )
 
 
@@ -242,82 +247,60 @@ def test_fit_logs_what_the_top_layer_carries_every_epoch():
         assert np.all(np.isfinite(history[name]))
 
 
-def test_top_kl_warmup_ramps_its_weight_and_keeps_the_bound_reported():
-    keras.utils.set_random_seed(0)
-    model = tiny_autoencoder(top_kl_warmup_steps=4)
-    model.compile(optimizer=keras.optimizers.SGD(0.0))
-    assert float(model.top_kl_weight()) == 0.0
-    history = model.fit(shapes(32), batch_size=16, epochs=1, verbose=0)
-    assert float(model.top_kl_weight()) == pytest.approx(0.5)
-    # With a zero learning rate the reported loss is the unweighted bound.
-    terms = history.history
-    assert terms["loss"][0] == pytest.approx(-terms["elbo"][0], rel=1e-5)
-    model.fit(shapes(32), batch_size=16, epochs=3, verbose=0)
-    assert float(model.top_kl_weight()) == 1.0
-    with pytest.raises(ValueError, match="top_kl_warmup_steps"):
-        models.GenerativeCapsuleAutoencoder(
-            model.decoder,
-            model.template_encoder,
-            model.top_encoder,
-            top_kl_warmup_steps=-1,
-        )
-
-
-@pytest.mark.parametrize("stop_gradient", [False, True])
-def test_stop_gradient_between_layers_cuts_only_the_top_layers_pull(
-    stop_gradient,
-):
-    model = tiny_autoencoder(stop_gradient_between_layers=stop_gradient)
-    images = shapes(8)
-    seed = tf.constant([5, 6])
-    with tf.GradientTape(persistent=True) as tape:
-        terms = model.elbo_terms(images, seed=seed)
-        top_terms = tf.reduce_mean(terms["top_kl"])
-        reconstruction = tf.reduce_mean(terms["reconstruction"])
-    encoder = model.template_encoder.trainable_variables
-    top_gradients = tape.gradient(top_terms, encoder)
-    reconstruction_gradients = tape.gradient(reconstruction, encoder)
-    pulled = any(
-        g is not None and float(tf.reduce_max(tf.abs(g))) > 0
-        for g in top_gradients
-    )
-    assert pulled is not stop_gradient
-    assert all(g is not None for g in reconstruction_gradients)
-    reference = tiny_autoencoder()
-    reference.set_weights(model.get_weights())
-    np.testing.assert_allclose(
-        reference.elbo_terms(images, seed=seed)["elbo"],
-        terms["elbo"],
-        rtol=1e-6,
-    )
-
-
 def test_unknown_pose_posterior_raises():
     with pytest.raises(ValueError, match="pose_posterior"):
         tiny_autoencoder("laplace")
 
 
-def test_normalized_top_encoder_sees_how_images_differ_not_their_offset():
-    rng = np.random.default_rng(0)
-    capsules = rng.normal(0, 0.1, (16, 4, 7)).astype("float32")
-    offset = rng.normal(0, 3, (1, 4, 7)).astype("float32")
-    for normalize in (True, False):
-        keras.utils.set_random_seed(0)
-        encoder = models.generative_capsules.top_encoder(
-            num_template_capsules=4,
-            num_top_capsules=3,
-            hidden_dim=16,
-            num_blocks=1,
-            num_inducing_points=4,
-            code_dim=8,
-            normalize_inputs=normalize,
-        )
-        same = np.allclose(
-            encoder(capsules, training=True),
-            encoder(capsules + offset, training=True),
-            atol=1e-4,
-        )
-        assert same is normalize
+@pytest.mark.parametrize(
+    "options",
+    [{"top_pose_refinement_steps": 2}, {"top_presence_refinement_steps": 1}],
+)
+def test_inference_settings_train_and_round_trip(options):
+    keras.utils.set_random_seed(0)
+    model = tiny_autoencoder(**options)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    restored = models.GenerativeCapsuleAutoencoder.from_config(
+        model.get_config()
+    )
+    assert restored.config == model.config
+    for name, value in options.items():
+        assert getattr(restored, name) == value
+        with pytest.raises(ValueError, match=name):
+            tiny_config(**{name: -1})
+
+
+def test_a_models_inference_changes_through_its_config_and_sizes_do_not():
+    model = tiny_autoencoder()
+    images = shapes(4)
+    amortised = model.encode(images)["top_poses"]
+    model.config = model.config.replace(top_pose_refinement_steps=2)
+    assert model.top_pose_refinement_steps == 2
+    assert model.get_config()["config"]["top_pose_refinement_steps"] == 2
+    refined = model.encode(images)["top_poses"]
+    assert np.abs(np.asarray(refined) - np.asarray(amortised)).max() > 1e-4
+    with pytest.raises(ValueError, match="num_top_capsules=5, its decoder 3"):
+        model.config = model.config.replace(num_top_capsules=5)
+    # Built from parts without a config: the decoder's sizes.
+    rebuilt = models.GenerativeCapsuleAutoencoder(
+        model.decoder, model.template_encoder, model.top_encoder
+    )
+    assert rebuilt.config == tiny_config()
+
+
+def test_presets_are_settings_of_the_guide():
+    presets = models.GenerativeCapsuleConfig.PRESETS
+    assert presets["paper"] == models.GenerativeCapsuleConfig()
+    assert presets["computed_top_poses"].top_pose_refinement_steps == 3
+    assert presets["single_parent"].top_posterior_family == "single_parent"
+    assert (
+        models.GenerativeCapsuleConfig.get("single_parent")
+        is (presets["single_parent"])
+    )
+    with pytest.raises(ValueError, match="preset 'fast'"):
+        models.GenerativeCapsuleConfig.get("fast")
 
 
 def test_selection_information_against_numpy():
@@ -345,162 +328,6 @@ def test_selection_information_against_numpy():
     )
 
 
-@pytest.mark.parametrize(
-    "weights",
-    [
-        {"presence_information_weight": 10.0},
-        {"selection_information_weight": 10.0},
-        {"top_pose_refinement_steps": 2},
-        {"top_presence_refinement_steps": 1},
-        {"template_presence_information_weight": 10.0},
-        {"template_count_weight": 1.0, "template_count_target": 2.0},
-        {"binary_top_presence_draws": 4},
-    ],
-)
-def test_training_options_train_and_round_trip(weights):
-    keras.utils.set_random_seed(0)
-    model = tiny_autoencoder(**weights)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3))
-    history = model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
-    assert np.all(np.isfinite(history.history["loss"]))
-    restored = models.GenerativeCapsuleAutoencoder.from_config(
-        model.get_config()
-    )
-    for name, weight in weights.items():
-        assert getattr(restored, name) == weight
-    name = next(iter(weights))
-    with pytest.raises(ValueError, match=name):
-        models.GenerativeCapsuleAutoencoder(
-            model.decoder,
-            model.template_encoder,
-            model.top_encoder,
-            **{name: -1.0},
-        )
-
-
-def test_binary_top_presences_train_on_the_unrelaxed_bound():
-    model = tiny_autoencoder(binary_top_presence_draws=3)
-    images = shapes(8)
-    seed = tf.constant([1, 2])
-    with tf.GradientTape() as tape:
-        terms = model.elbo_terms(images, seed=seed)
-        loss = -tf.reduce_mean(terms["elbo"])
-    expected = distributions.binary_top_elbo(
-        model.decoder.generative_model(),
-        tf.constant(images, tf.float32),
-        model.template_posterior(images),
-        model.top_posterior,
-        seed,
-        num_draws=3,
-    )
-    np.testing.assert_allclose(terms["elbo"], expected["elbo"], rtol=1e-6)
-    gradients = tape.gradient(loss, model.top_encoder.trainable_variables)
-    # The top encoder learns its presences (score function and KL) and
-    # its poses.
-    assert all(
-        gradient is not None and np.any(np.asarray(gradient) != 0)
-        for gradient in gradients
-    )
-
-
-def test_free_form_inference_ascends_the_models_own_bound():
-    model = tiny_autoencoder(binary_top_presence_draws=3)
-    images = tf.constant(shapes(8), tf.float32)
-    # Not compiled: XLA may draw other noise from the same seed.
-    _, history = trainers.free_form_inference(
-        model, images, num_steps=2, learning_rate=0.0, seed=4, jit_compile=False
-    )
-    template_posterior = model.template_posterior(images)
-    top_posterior = model.top_posterior(template_posterior.mode())
-    for step, value in enumerate(history):
-        seed = tf.constant([4, step])
-        own, relaxed = (
-            float(
-                tf.reduce_mean(
-                    bound(
-                        images,
-                        template_posterior,
-                        lambda _: top_posterior,
-                        seed,
-                    )["elbo"]
-                )
-            )
-            for bound in (
-                model.bound,
-                lambda *arguments: distributions.capsule_elbo(
-                    model.decoder.generative_model(), *arguments
-                ),
-            )
-        )
-        np.testing.assert_allclose(value, own, rtol=1e-5)
-        assert abs(value - relaxed) > 1e-2
-
-
-def test_binary_top_presences_refuse_the_selection_information():
-    model = tiny_autoencoder()
-    with pytest.raises(ValueError, match="selection_information_weight"):
-        models.GenerativeCapsuleAutoencoder(
-            model.decoder,
-            model.template_encoder,
-            model.top_encoder,
-            selection_information_weight=1.0,
-            binary_top_presence_draws=2,
-        )
-
-
-def test_template_presence_information_weight_makes_templates_differ():
-    """The bonus on the template layer's presence information makes the
-    template presences depend on the image; the bound alone does not."""
-    images = shapes(64)
-    information = {}
-    for weight in (0.0, 50.0):
-        keras.utils.set_random_seed(0)
-        model = tiny_autoencoder(template_presence_information_weight=weight)
-        model.compile(optimizer=keras.optimizers.Adam(1e-2))
-        model.fit(images, batch_size=16, epochs=15, verbose=0)
-        information[weight] = float(
-            models.presence_information(model.template_posterior(images))
-        )
-    # The bonus starts slowly (its gradient grows with how much images
-    # already differ), then takes off: 0.05 against 2.0 nats here.
-    assert information[0.0] < 0.2 < 1.0 < information[50.0], information
-
-
-def test_template_count_weight_draws_images_with_the_target_count():
-    images = shapes(64)
-    counts = {}
-    for weight in (0.0, 100.0):
-        keras.utils.set_random_seed(0)
-        model = tiny_autoencoder(
-            template_count_weight=weight, template_count_target=1.0
-        )
-        model.compile(optimizer=keras.optimizers.Adam(1e-2))
-        model.fit(images, batch_size=16, epochs=15, verbose=0)
-        posterior = model.template_posterior(images)
-        count = models.expected_presence_count(posterior)
-        np.testing.assert_allclose(
-            count,
-            (1 / (1 + np.exp(-np.asarray(posterior.presence_logits)))).sum(-1),
-            rtol=1e-5,
-        )
-        counts[weight] = float(np.mean(count))
-    # 4 templates; the bound alone keeps about all of them.
-    assert abs(counts[100.0] - 1.0) < 0.5 < counts[0.0] - 1.0, counts
-
-
-@pytest.mark.parametrize("target", [None, 0.0, 5.0])
-def test_template_count_needs_a_target_within_the_templates(target):
-    model = tiny_autoencoder()
-    with pytest.raises(ValueError, match="template_count_target"):
-        models.GenerativeCapsuleAutoencoder(
-            model.decoder,
-            model.template_encoder,
-            model.top_encoder,
-            template_count_weight=1.0,
-            template_count_target=target,
-        )
-
-
 def test_presence_information_is_the_layers_presence_part():
     model = tiny_autoencoder()
     posterior = model.template_posterior(shapes(8))
@@ -511,30 +338,6 @@ def test_presence_information_is_the_layers_presence_part():
         )["presence_information"],
         rtol=1e-6,
     )
-
-
-@pytest.mark.parametrize("coordinate_channels", [False, True])
-def test_coordinate_channels_let_template_poses_see_where_parts_are(
-    coordinate_channels,
-):
-    # A blob shifted by 4 pixels (one cell of the stride-4 feature map),
-    # its receptive fields (about 23 pixels) far from the borders: without
-    # coordinates the encoder cannot tell.
-    image = np.zeros((1, 64, 64, 1), "float32")
-    image[0, 28:33, 26:31] = 1.0
-    shifted = np.roll(image, 4, axis=2)
-    keras.utils.set_random_seed(0)
-    encoder = models.generative_capsules.template_encoder(
-        (64, 64, 1), 3, channels=8, coordinate_channels=coordinate_channels
-    )
-    difference = np.abs(encoder(image) - encoder(shifted)).max()
-    # Blind: equal up to float rounding. Seeing: at initialisation the
-    # coordinates enter through small random weights, so the change is
-    # small but far above rounding.
-    if coordinate_channels:
-        assert difference > 1e-5
-    else:
-        assert difference < 1e-6
 
 
 _TEMPLATE_LATENTS = {"template_presences", "template_poses"}

@@ -45,13 +45,11 @@ def vae():
 
 
 def generative_capsules(**options):
+    config = models.GenerativeCapsuleConfig(
+        num_top_capsules=2, num_template_capsules=3, template_size=6, **options
+    )
     model = models.generative_capsule_autoencoder(
-        image_shape=(16, 16, 1),
-        num_top_capsules=2,
-        num_template_capsules=3,
-        template_size=6,
-        seed=0,
-        **options,
+        image_shape=(16, 16, 1), config=config, seed=0
     )
     return model, {}, (_images((16, 16, 1)),)
 

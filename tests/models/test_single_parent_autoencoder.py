@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_capsules import distributions, models, trainers
+from keras_capsules import distributions, trainers
 from tests.models.test_generative_capsule_autoencoder import (
     shapes,
     tiny_autoencoder,
+    tiny_config,
 )
 
 
@@ -149,13 +150,6 @@ def test_free_form_inference_computes_the_top_layer_from_its_templates():
         (
             {
                 "top_posterior_family": "single_parent",
-                "binary_top_presence_draws": 2,
-            },
-            "binary_top_presence_draws",
-        ),
-        (
-            {
-                "top_posterior_family": "single_parent",
                 "top_presence_refinement_steps": 1,
             },
             "top_presence_refinement_steps",
@@ -163,9 +157,5 @@ def test_free_form_inference_computes_the_top_layer_from_its_templates():
     ],
 )
 def test_bad_combinations_are_refused_by_name(options, name):
-    base = tiny_autoencoder()
-    arguments = {"pose_posterior": "delta", **options}
     with pytest.raises(ValueError, match=name):
-        models.GenerativeCapsuleAutoencoder(
-            base.decoder, base.template_encoder, base.top_encoder, **arguments
-        )
+        tiny_config(**options)

@@ -19,14 +19,13 @@ from research import class_parents
 @pytest.fixture(scope="module")
 def model():
     keras.utils.set_random_seed(0)
-    return models.generative_capsule_autoencoder(
-        image_shape=(40, 40, 1),
+    config = models.GenerativeCapsuleConfig(
         num_top_capsules=4,
         num_template_capsules=5,
         template_size=8,
         top_pose_refinement_steps=2,
-        seed=3,
     )
+    return models.generative_capsule_autoencoder((40, 40, 1), config, seed=3)
 
 
 def templates_of(model, count=3):
@@ -101,10 +100,8 @@ def test_script_writes_its_lines():
         test_size=40,
         epochs=1,
         jit_compile="false",
-        template_size=8,
-        num_top_capsules=10,
-        num_template_capsules=6,
-        top_pose_refinement_steps=1,
+        preset="paper:num_top_capsules=10,num_template_capsules=6,"
+        "template_size=8,top_pose_refinement_steps=1",
         class_parents_output=output,
     )
     with flagsaver.flagsaver(

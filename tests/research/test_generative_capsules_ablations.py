@@ -24,17 +24,9 @@ def test_one_variant_writes_its_line():
         train_size=128,
         test_size=64,
         epochs=2,
-        normalize_top_encoder_inputs=True,
-        selection_information_weight=1.0,
-        top_pose_refinement_steps=1,
-        top_presence_refinement_steps=1,
-        top_presence_probability=0.2,
-        template_presence_information_weight=1.0,
-        template_count_weight=0.1,
-        template_count_target=8.0,
-        template_size=8,
-        num_top_capsules=12,
-        num_template_capsules=10,
+        preset="paper:num_top_capsules=12,num_template_capsules=10,"
+        "template_size=8,top_pose_refinement_steps=1,"
+        "top_presence_refinement_steps=1",
         output=output,
         save_to=saved,
         # What is tested is the variant's line, not its compilation.

@@ -22,15 +22,14 @@ from research import presence_evidence
 @pytest.fixture(scope="module")
 def model():
     keras.utils.set_random_seed(0)
-    return models.generative_capsule_autoencoder(
-        image_shape=(40, 40, 1),
+    config = models.GenerativeCapsuleConfig(
         num_top_capsules=4,
         num_template_capsules=5,
         template_size=8,
         top_pose_refinement_steps=1,
         top_presence_refinement_steps=1,
-        seed=3,
     )
+    return models.generative_capsule_autoencoder((40, 40, 1), config, seed=3)
 
 
 def single_parent_evidence(generative, poses, templates):
