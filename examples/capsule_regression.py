@@ -77,7 +77,9 @@ _USE_OFFSET = flags.DEFINE_bool("use_offset", False, "Add an offset b_i.")
 _MAX_ITERATIONS = flags.DEFINE_integer(
     "max_iterations", None, "Cap on EM iterations (default: the protocol)."
 )
-_MOMENTUM = flags.DEFINE_float("momentum", 0.9, "EM momentum gamma (eq. 27).")
+_MOMENTUM = flags.DEFINE_float(
+    "momentum", trainers.EMSchedule().momentum, "EM momentum gamma (eq. 27)."
+)
 _STATISTICS_BATCH = flags.DEFINE_integer(
     "statistics_batch",
     10000,
@@ -126,9 +128,10 @@ def train_em(main, name, features, architecture):
         num_classes=int(features["train"][1].max()) + 1,
         capsule_dim=_CAPSULE_DIM.value,
         architecture=architecture,
-        momentum=_MOMENTUM.value,
+        schedule=trainers.EMSchedule(
+            momentum=_MOMENTUM.value, max_iterations=_MAX_ITERATIONS.value
+        ),
         use_offset=_USE_OFFSET.value,
-        max_iterations=_MAX_ITERATIONS.value,
         seed=runs.SEED.value,
     )
     batch = _STATISTICS_BATCH.value

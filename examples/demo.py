@@ -117,7 +117,7 @@ def run_em(features, capsule_dim, architecture, max_iterations):
         len(datasets.SHAPE_NAMES),
         capsule_dim,
         architecture=architecture,
-        max_iterations=max_iterations,
+        schedule=trainers.EMSchedule(max_iterations=max_iterations),
     )
     history = trainer.fit(
         batches(*features["train"]), batches(*features["validation"]), verbose=0

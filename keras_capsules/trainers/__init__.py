@@ -2,10 +2,11 @@
 test-time variational inference."""
 
 from keras_capsules.trainers.architectures import ARCHITECTURES
-from keras_capsules.trainers.capsule_regression_em import (
+from keras_capsules.trainers.capsule_regression_em import CapsuleRegressionEM
+from keras_capsules.trainers.em_schedule import (
     PAPER_PATIENCE,
     PAPER_THRESHOLDS,
-    CapsuleRegressionEM,
+    EMSchedule,
 )
 from keras_capsules.trainers.free_form_inference import (
     FREE_FORM_LEARNING_RATES,
@@ -19,6 +20,7 @@ from keras_capsules.trainers.linear_probe import linear_probe_accuracy
 __all__ = [
     "ARCHITECTURES",
     "CapsuleRegressionEM",
+    "EMSchedule",
     "FREE_FORM_LEARNING_RATES",
     "FREE_FORM_OPTIMIZERS",
     "FreeFormInference",

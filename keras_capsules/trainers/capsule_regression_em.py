@@ -27,18 +27,14 @@ from keras import ops
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers.capsule_regression import CapsuleRegression
 from keras_capsules.ops.arguments import positive_int
-from keras_capsules.ops.capsule_regression import posterior_scales
-from keras_capsules.ops.labels import valid_class_ids
 from keras_capsules.trainers import architectures, initialization
+from keras_capsules.trainers.em_batch_sums import (
+    EMBatchSums,
+    check_label_count,
+)
+from keras_capsules.trainers.em_schedule import EMSchedule
 from keras_capsules.trainers.em_state import EMState
 from keras_capsules.trainers.statistics import DatasetSum
-
-PAPER_THRESHOLDS = (0.8, 0.6, 0.4, 0.2, 0.0)
-PAPER_PATIENCE = (128, 64, 32, 16, 8)
-# Added to the Gram matrix's diagonal, relative to its mean diagonal: keeps
-# the least-squares solve defined when inputs are collinear (e.g. constant
-# pixels), and is far below the data's own scale.
-_RELATIVE_RIDGE = 1e-7
 
 
 class CapsuleRegressionEM:
@@ -48,13 +44,11 @@ class CapsuleRegressionEM:
         num_classes: int, classes `C` (>= 2).
         capsule_dim: int, capsule size `d`.
         architecture: `"multiclass"`, `"one_vs_all"` or `"all_vs_all"`.
-        momentum: float, gamma of eq. 27. Defaults to the paper's 0.9.
-        thresholds: sequence of nu, one per round (eq. 26).
-        patience: sequence of ints, one per round: a round ends when the
-            validation error has not improved for this many iterations.
+        schedule: an `EMSchedule` (or a dict of its fields): the rounds'
+            thresholds and patience, the momentum and an optional cap on
+            the iterations. None: the paper's protocol.
         use_offset: bool, whether the models have an offset.
         center_inputs: bool, whether inputs are centred on the training mean.
-        max_iterations: optional int, a cap on all iterations together.
         initializer: `"subspace"` (eq. 28) or `"random"`.
         seed: int, seed of the random initialisation.
 
@@ -73,12 +67,9 @@ class CapsuleRegressionEM:
         num_classes,
         capsule_dim,
         architecture="multiclass",
-        momentum=0.9,
-        thresholds=PAPER_THRESHOLDS,
-        patience=PAPER_PATIENCE,
+        schedule=None,
         use_offset=False,
         center_inputs=False,
-        max_iterations=None,
         initializer="subspace",
         seed=0,
     ):
@@ -94,29 +85,6 @@ class CapsuleRegressionEM:
                 f"Capsule regression needs num_classes >= 2. "
                 f"Received: num_classes={num_classes}."
             )
-        if len(thresholds) != len(patience) or not thresholds:
-            raise ValueError(
-                "`thresholds` and `patience` give one value per round and must "
-                f"have equal, non-zero length. Received: {len(thresholds)} "
-                f"thresholds and {len(patience)} patience values."
-            )
-        if any(not 0.0 <= nu <= 1.0 for nu in thresholds):
-            raise ValueError(
-                f"Each threshold nu must be in [0, 1]. "
-                f"Received: thresholds={tuple(thresholds)}."
-            )
-        if not 0.0 <= float(momentum) < 1.0:
-            raise ValueError(
-                "`CapsuleRegressionEM` expects `momentum` gamma in [0, 1) "
-                f"(eq. 27). Received: momentum={momentum!r}."
-            )
-        patience = tuple(
-            positive_int("CapsuleRegressionEM", "patience", n) for n in patience
-        )
-        if max_iterations is not None:
-            max_iterations = positive_int(
-                "CapsuleRegressionEM", "max_iterations", max_iterations
-            )
         if initializer not in ("subspace", "random"):
             raise ValueError(
                 f"Unknown initializer: {initializer!r}. Expected 'subspace' "
@@ -125,21 +93,22 @@ class CapsuleRegressionEM:
         self.num_classes = num_classes
         self.capsule_dim = capsule_dim
         self.architecture = architecture
-        self.momentum = float(momentum)
-        self.thresholds = tuple(float(nu) for nu in thresholds)
-        self.patience = patience
+        self.schedule = EMSchedule.get(schedule)
         self.use_offset = bool(use_offset)
         self.center_inputs = bool(center_inputs)
-        self.max_iterations = max_iterations
         self.initializer = initializer
         self.seed = seed
         self.membership = architectures.membership(architecture, num_classes)
         self.kernel = None  # (K, q, m, d) once fitted.
         self.input_mean = None
         self._inverse_gram = None
-        self._class_moment_sum = DatasetSum(self._class_moment_sums)
-        self._estep_sum = DatasetSum(self._estep_sums)
-        self._error_sum = DatasetSum(self._error_sums)
+        sums = EMBatchSums(
+            num_classes, architecture, self.membership, self.use_offset
+        )
+        self._design = sums.design
+        self._class_moment_sum = DatasetSum(sums.class_moments)
+        self._estep_sum = DatasetSum(sums.estep)
+        self._error_sum = DatasetSum(sums.errors)
 
     @property
     def num_models(self):
@@ -149,118 +118,13 @@ class CapsuleRegressionEM:
     def capsules_per_model(self):
         return self.membership.shape[1]
 
-    # ----------------------------------------------------------------------
-    # Sufficient statistics.
-
-    def _class_moment_sums(self, batch):
-        """Per-class counts, sums and Gram matrices of one batch's inputs."""
-        x, y = _features_and_labels(batch)
-        one_hot = tf.one_hot(
-            tf.cast(y, tf.int32), self.num_classes, dtype=tf.float64
-        )
-        x = tf.cast(x, tf.float64)
-        return (
-            tf.reduce_sum(one_hot, 0),
-            tf.einsum("bc,bp->cp", one_hot, x),
-            tf.einsum("bc,bp,bq->cpq", one_hot, x, x),
-            self._bad_label_count(y),
-        )
-
-    def _bad_label_count(self, labels):
-        """How many `labels` are not whole numbers in `[0, num_classes)`:
-        summed with the statistics (the sums run under XLA, which drops
-        assertions) and checked after each pass."""
-        whole, in_range = valid_class_ids(labels, self.num_classes)
-        return tf.reduce_sum(tf.cast(~(whole & in_range), tf.float64))
-
-    def _check_label_count(self, count):
-        if count:
-            raise ValueError(
-                f"`CapsuleRegressionEM` expects labels that are class ids in "
-                f"[0, {self.num_classes}). Received {int(count)} labels "
-                "outside that range or not whole numbers."
-            )
-
-    def _design(self, x, input_mean):
-        z = tf.cast(x, tf.float32) - tf.cast(input_mean, tf.float32)
-        if self.use_offset:
-            z = tf.concat([z, tf.ones_like(z[:, :1])], axis=1)
-        return z
-
-    def _model_outputs(self, x, labels, kernel, input_mean):
-        z = self._design(x, input_mean)
-        means = tf.einsum("bq,kqmd->bkmd", z, kernel)
-        targets, weights = architectures.targets_and_weights(
-            self.membership, labels
-        )
-        return z, means, targets, weights
-
-    def _estep_sums(self, batch, kernel, input_mean, thresholds):
-        """Sums of one batch: eq. 22's numerator, log-likelihood, errors."""
-        x, labels = _features_and_labels(batch)
-        z, means, targets, weights = self._model_outputs(
-            x, labels, kernel, input_mean
-        )
-        probabilities = capsule_ops.capsule_regression_probabilities(means)
-        target_mask = tf.one_hot(targets, self.capsules_per_model)
-        target_probability = tf.reduce_sum(probabilities * target_mask, -1)
-        rival = tf.reduce_max(probabilities - 2.0 * target_mask, -1)
-        ratio = rival / tf.maximum(target_probability, 1e-30)  # eq. 25
-        scales = posterior_scales(means, targets)
-        # Eq. 26: well-classified examples keep their prior means.
-        scales = tf.where((ratio <= thresholds)[..., None], 1.0, scales)
-        # Eq. 22's numerator sum_l E[h_i | x_l, y_l] z_l^T as one matrix
-        # product: a three-operand einsum can pick a far slower order.
-        posterior = (scales * weights[..., None])[..., None] * means
-        flat = tf.reshape(posterior, (tf.shape(posterior)[0], -1))
-        numerator = tf.transpose(
-            tf.reshape(tf.einsum("bq,bx->qx", z, flat), (-1, *means.shape[1:])),
-            (1, 0, 2, 3),
-        )  # (K, q, m, d)
-        log_likelihood = tf.reduce_sum(
-            weights * tf.math.log(tf.maximum(target_probability, 1e-30)), 0
-        )
-        wrong = tf.cast(
-            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32
-        )
-        return (
-            tf.cast(numerator, tf.float64),
-            log_likelihood,
-            tf.reduce_sum(weights * wrong, 0),
-            tf.reduce_sum(weights, 0),
-        )
-
-    def _error_sums(self, batch, kernel, input_mean):
-        """Per-model and combined classification errors of one batch."""
-        x, labels = _features_and_labels(batch)
-        _, means, targets, weights = self._model_outputs(
-            x, labels, kernel, input_mean
-        )
-        probabilities = capsule_ops.capsule_regression_probabilities(means)
-        wrong = tf.cast(
-            tf.argmax(probabilities, -1, tf.int32) != targets, tf.float32
-        )
-        predicted = architectures.predict_classes(
-            self.architecture, self.membership, probabilities
-        )
-        combined = tf.cast(
-            predicted != tf.cast(labels, predicted.dtype), tf.float32
-        )
-        return (
-            tf.reduce_sum(weights * wrong, 0),
-            tf.reduce_sum(weights, 0),
-            tf.reduce_sum(combined),
-            tf.cast(tf.size(labels), tf.float32),
-            self._bad_label_count(labels),
-        )
-
     def _errors(self, dataset, kernel):
         wrong, seen, combined, count, bad_labels = self._error_sum(
             dataset,
             tf.constant(kernel, tf.float32),
             tf.constant(self.input_mean, tf.float32),
         )
-        self._check_label_count(bad_labels)
+        check_label_count(bad_labels, self.num_classes)
         return wrong / np.maximum(seen, 1.0), float(combined / count)
 
     # ----------------------------------------------------------------------
@@ -277,7 +141,7 @@ class CapsuleRegressionEM:
             The initial kernel `(K, q, m, d)`, q = p (+1 with an offset).
         """
         counts, sums, grams, bad_labels = self._class_moment_sum(train_dataset)
-        self._check_label_count(bad_labels)
+        check_label_count(bad_labels, self.num_classes)
         p = sums.shape[-1] + int(self.use_offset)
         if self.capsule_dim > p:
             raise ValueError(
@@ -294,16 +158,8 @@ class CapsuleRegressionEM:
         self.input_mean, design_grams = initialization.design_moments(
             counts, sums, grams, self.center_inputs, self.use_offset
         )
-        model_grams = np.einsum(
-            "kc,cpq->kpq", self.membership.max(axis=1), design_grams
-        )
-        ridge = (
-            _RELATIVE_RIDGE
-            * np.einsum("kpp->k", model_grams)
-            / model_grams.shape[-1]
-        )
-        self._inverse_gram = np.linalg.inv(
-            model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1])
+        self._inverse_gram = initialization.inverse_model_grams(
+            self.membership, design_grams
         )
         if self.initializer == "random":
             return initialization.random_kernel(
@@ -377,15 +233,18 @@ class CapsuleRegressionEM:
         state = EMState.start(self.prepare(train_dataset))
         if checkpoint_path and os.path.exists(checkpoint_path):
             state = self._resume(checkpoint_path, state.kernel.shape)
-        rounds_total = len(self.thresholds)
+        schedule = self.schedule
         progress = keras.utils.Progbar(
-            self.max_iterations,
+            schedule.max_iterations,
             verbose=verbose,
             unit_name="iteration",
             stateful_metrics=["log_likelihood", "error", "val_error", "round"],
         )
-        while np.any(state.rounds < rounds_total):
-            if self.max_iterations and state.iteration >= self.max_iterations:
+        while np.any(state.rounds < schedule.num_rounds):
+            if (
+                schedule.max_iterations
+                and state.iteration >= schedule.max_iterations
+            ):
                 break
             self._iterate(state, train_dataset, validation_dataset)
             if checkpoint_path and state.iteration % checkpoint_every == 0:
@@ -418,16 +277,14 @@ class CapsuleRegressionEM:
             )
         return state
 
-    def _per_round(self, values, rounds):
-        """Each model's value of a per-round setting, `(K,)`."""
-        return np.array([values[min(r, len(values) - 1)] for r in rounds])
-
     def _iterate(self, state, train_dataset, validation_dataset):
-        """One iteration: E-step, validation, M-step, momentum, rounds."""
-        active = state.rounds < len(self.thresholds)
-        nu = self._per_round(self.thresholds, state.rounds).astype(np.float32)
+        """One iteration: E-step, validation, M-step, then the state's
+        momentum and rounds (`EMState.advance`)."""
+        active = state.rounds < self.schedule.num_rounds
         updated, (log_likelihood, wrong, seen) = self.em_update(
-            train_dataset, state.kernel, nu
+            train_dataset,
+            state.kernel,
+            self.schedule.thresholds_at(state.rounds),
         )
         train_error = wrong / np.maximum(seen, 1.0)
         if validation_dataset is not None:
@@ -442,27 +299,7 @@ class CapsuleRegressionEM:
         history["validation_error"].append(combined_error)
         history["round"].append(int(state.rounds.min()))
         history["active_models"].append(int(active.sum()))
-
-        improved = active & (model_error < state.best_error)
-        state.best_error = np.where(improved, model_error, state.best_error)
-        state.best_kernel[improved] = state.kernel[improved]
-        state.since_best = np.where(improved, 0, state.since_best + 1)
-        patience = self._per_round(self.patience, state.rounds)
-        round_over = active & (state.since_best >= patience)
-
-        # Momentum (eq. 27) for the active models.
-        updated = updated + self.momentum * (state.kernel - state.previous)
-        state.previous = state.kernel
-        state.kernel = np.where(
-            active[:, None, None, None], updated, state.kernel
-        )
-        # A finished round restarts the next from its best model.
-        restart = round_over[:, None, None, None]
-        state.kernel = np.where(restart, state.best_kernel, state.kernel)
-        state.previous = np.where(restart, state.best_kernel, state.previous)
-        state.rounds = state.rounds + round_over
-        state.since_best = np.where(round_over, 0, state.since_best)
-        state.iteration += 1
+        state.advance(updated, model_error, self.schedule)
 
     # ----------------------------------------------------------------------
     # Using the trained models.
@@ -527,24 +364,3 @@ class CapsuleRegressionEM:
         if self.center_inputs:
             layer.input_mean.assign(self.input_mean)
         return layer
-
-
-def _features_and_labels(batch):
-    """`(features (batch, p), labels (batch,))` of a batch `(features,
-    labels)` or `{"features", "label"}`; labels `(batch, 1)` are
-    squeezed."""
-    if isinstance(batch, dict):
-        features, labels = batch["features"], batch["label"]
-    else:
-        features, labels = batch[0], batch[1]
-    if labels.shape.rank == 2 and labels.shape[-1] == 1:
-        labels = labels[:, 0]
-    if features.shape.rank != 2 or labels.shape.rank != 1:
-        raise ValueError(
-            "`CapsuleRegressionEM` expects a dataset of batches: features "
-            "(batch, p) and class ids (batch,) (not one-hot). Received "
-            f"features of shape {tuple(features.shape)} and labels of shape "
-            f"{tuple(labels.shape)}; batch the dataset with "
-            "`dataset.batch(n)` and pass labels as ids (`argmax` of one-hot)."
-        )
-    return features, labels

@@ -55,6 +55,38 @@ class EMState:
             history={key: [] for key in HISTORY_KEYS},
         )
 
+    def advance(self, updated, model_error, schedule):
+        """Takes one iteration's EM updates: each model still in a round
+        keeps its best kernels by `model_error`, moves to `updated` plus
+        momentum (eq. 27), and ends its round when it has not improved for
+        the round's patience; a finished round restarts the next from the
+        best kernels.
+
+        Args:
+            updated: `(K, q, m, d)` kernels of the M-step from `kernel`.
+            model_error: `(K,)` each model's error at `kernel`.
+            schedule: the `EMSchedule`.
+        """
+        active = self.rounds < schedule.num_rounds
+        improved = active & (model_error < self.best_error)
+        self.best_error = np.where(improved, model_error, self.best_error)
+        self.best_kernel[improved] = self.kernel[improved]
+        self.since_best = np.where(improved, 0, self.since_best + 1)
+        patience = schedule.patience_at(self.rounds)
+        round_over = active & (self.since_best >= patience)
+
+        updated = updated + schedule.momentum * (self.kernel - self.previous)
+        self.previous = self.kernel
+        self.kernel = np.where(
+            active[:, None, None, None], updated, self.kernel
+        )
+        restart = round_over[:, None, None, None]
+        self.kernel = np.where(restart, self.best_kernel, self.kernel)
+        self.previous = np.where(restart, self.best_kernel, self.previous)
+        self.rounds = self.rounds + round_over
+        self.since_best = np.where(round_over, 0, self.since_best)
+        self.iteration += 1
+
     def save(self, path):
         """Writes the state to `path` (.npz) atomically."""
         arrays = {

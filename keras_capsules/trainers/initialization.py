@@ -14,6 +14,10 @@ import numpy as np
 # Eigenvalues below this fraction of the largest are raised to it, so
 # 1 / sqrt(xi) stays finite (eq. 28) when inputs span fewer than d directions.
 _RELATIVE_EIGENVALUE_FLOOR = 1e-10
+# Added to the Gram matrix's diagonal, relative to its mean diagonal: keeps
+# the least-squares solve defined when inputs are collinear (e.g. constant
+# pixels), and is far below the data's own scale.
+_RELATIVE_RIDGE = 1e-7
 
 
 def design_moments(counts, sums, grams, center, offset):
@@ -82,3 +86,18 @@ def random_kernel(membership, q, capsule_dim, seed):
     k, m, _ = membership.shape
     rng = np.random.default_rng(seed)
     return rng.normal(0.0, 1.0 / np.sqrt(q), (k, q, m, capsule_dim))
+
+
+def inverse_model_grams(membership, design_grams):
+    """`(K, q, q)`: the inverse of eq. 22's `sum_l z_l z_l^T` for each
+    model, over the classes it sees (`membership` `(K, m, C)`), from the
+    per-class `design_grams` `(C, q, q)`, with a relative ridge."""
+    model_grams = np.einsum("kc,cpq->kpq", membership.max(axis=1), design_grams)
+    ridge = (
+        _RELATIVE_RIDGE
+        * np.einsum("kpp->k", model_grams)
+        / model_grams.shape[-1]
+    )
+    return np.linalg.inv(
+        model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1])
+    )

@@ -28,20 +28,26 @@ class TrainerBadInputTest(tf.test.TestCase, parameterized.TestCase):
         features, labels = data()
         labels = labels.astype("float32")
         labels[7] = bad
-        trainer = trainers.CapsuleRegressionEM(3, 2, max_iterations=2)
+        trainer = trainers.CapsuleRegressionEM(
+            3, 2, schedule={"max_iterations": 2}
+        )
         with self.assertRaisesRegex(ValueError, r"class ids in \[0, 3\).*1 "):
             trainer.fit(batches(features, labels), verbose=0)
 
     def test_bad_validation_labels_are_refused(self):
         features, labels = data()
-        trainer = trainers.CapsuleRegressionEM(3, 2, max_iterations=2)
+        trainer = trainers.CapsuleRegressionEM(
+            3, 2, schedule={"max_iterations": 2}
+        )
         trainer.fit(batches(features, labels), verbose=0)
         with self.assertRaisesRegex(ValueError, r"class ids in \[0, 3\)"):
             trainer.evaluate(batches(features, labels + 1))
 
     def test_one_hot_labels_and_unbatched_data_are_refused(self):
         features, labels = data()
-        trainer = trainers.CapsuleRegressionEM(3, 2, max_iterations=2)
+        trainer = trainers.CapsuleRegressionEM(
+            3, 2, schedule={"max_iterations": 2}
+        )
         with self.assertRaisesRegex(ValueError, "not one-hot"):
             trainer.fit(batches(features, np.eye(3)[labels]), verbose=0)
         unbatched = tf.data.Dataset.from_tensor_slices((features, labels))
@@ -50,15 +56,21 @@ class TrainerBadInputTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_labels_of_shape_n_1_train_as_ids(self):
         features, labels = data()
-        expected = trainers.CapsuleRegressionEM(3, 2, max_iterations=3)
+        expected = trainers.CapsuleRegressionEM(
+            3, 2, schedule={"max_iterations": 3}
+        )
         expected.fit(batches(features, labels), verbose=0)
-        column = trainers.CapsuleRegressionEM(3, 2, max_iterations=3)
+        column = trainers.CapsuleRegressionEM(
+            3, 2, schedule={"max_iterations": 3}
+        )
         column.fit(batches(features, labels[:, None]), verbose=0)
         self.assertAllClose(column.kernel, expected.kernel)
 
     def test_capsules_larger_than_the_features_are_refused(self):
         features, labels = data(p=2)
-        trainer = trainers.CapsuleRegressionEM(3, 4, max_iterations=2)
+        trainer = trainers.CapsuleRegressionEM(
+            3, 4, schedule={"max_iterations": 2}
+        )
         with self.assertRaisesRegex(ValueError, "capsule_dim` <= .* 2"):
             trainer.fit(batches(features, labels), verbose=0)
 
@@ -70,7 +82,7 @@ class TrainerBadInputTest(tf.test.TestCase, parameterized.TestCase):
     )
     def test_impossible_settings_are_refused(self, settings, name):
         with self.assertRaisesRegex(ValueError, f"`{name}`"):
-            trainers.CapsuleRegressionEM(3, 2, **settings)
+            trainers.CapsuleRegressionEM(3, 2, schedule=settings)
 
 
 if __name__ == "__main__":

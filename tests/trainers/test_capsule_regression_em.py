@@ -79,10 +79,12 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         trainer = trainers.CapsuleRegressionEM(
             3,
             2,
-            momentum=0.0,
-            thresholds=(0.0,),
-            patience=(1000,),
-            max_iterations=25,
+            schedule=trainers.EMSchedule(
+                momentum=0.0,
+                thresholds=(0.0,),
+                patience=(1000,),
+                max_iterations=25,
+            ),
         )
         history = trainer.fit(as_dataset(x, y), verbose=0)
         log_likelihood = np.array(history["log_likelihood"])
@@ -100,7 +102,7 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         x, y = toy_data(seed=1)
         xv, yv = toy_data(n=300, seed=2)
         trainer = trainers.CapsuleRegressionEM(
-            3, 2, thresholds=(0.5, 0.0), patience=(4, 2)
+            3, 2, schedule={"thresholds": (0.5, 0.0), "patience": (4, 2)}
         )
         history = trainer.fit(as_dataset(x, y), as_dataset(xv, yv), verbose=0)
         self.assertEqual(history["round"][0], 0)
@@ -117,10 +119,10 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
     def test_resumes_from_checkpoint_as_if_never_stopped(self):
         x, y = toy_data(seed=4)
         xv, yv = toy_data(n=200, seed=5)
-        settings = dict(thresholds=(0.6, 0.0), patience=(3, 3))
+        schedule = trainers.EMSchedule(thresholds=(0.6, 0.0), patience=(3, 3))
         path = os.path.join(tempfile.mkdtemp(), "em_state.npz")
         interrupted = trainers.CapsuleRegressionEM(
-            3, 2, max_iterations=4, **settings
+            3, 2, schedule=schedule.replace(max_iterations=4)
         )
         interrupted.fit(
             as_dataset(x, y),
@@ -130,7 +132,7 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             checkpoint_every=2,
         )
         resumed = trainers.CapsuleRegressionEM(
-            3, 2, max_iterations=12, **settings
+            3, 2, schedule=schedule.replace(max_iterations=12)
         )
         history = resumed.fit(
             as_dataset(x, y),
@@ -139,7 +141,7 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             checkpoint_path=path,
         )
         uninterrupted = trainers.CapsuleRegressionEM(
-            3, 2, max_iterations=12, **settings
+            3, 2, schedule=schedule.replace(max_iterations=12)
         )
         expected = uninterrupted.fit(
             as_dataset(x, y), as_dataset(xv, yv), verbose=0
@@ -149,7 +151,7 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             history["log_likelihood"], expected["log_likelihood"], rtol=1e-6
         )
         self.assertAllClose(resumed.kernel, uninterrupted.kernel, rtol=1e-5)
-        wrong_shape = trainers.CapsuleRegressionEM(3, 4, **settings)
+        wrong_shape = trainers.CapsuleRegressionEM(3, 4, schedule=schedule)
         with self.assertRaisesRegex(ValueError, "new checkpoint_path"):
             wrong_shape.fit(as_dataset(x, y), verbose=0, checkpoint_path=path)
 
@@ -157,7 +159,11 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         x, y = toy_data()
         x = x + 5.0  # Far from the origin: centring and an offset matter.
         trainer = trainers.CapsuleRegressionEM(
-            3, 2, use_offset=True, center_inputs=True, max_iterations=30
+            3,
+            2,
+            use_offset=True,
+            center_inputs=True,
+            schedule={"max_iterations": 30},
         )
         trainer.fit(as_dataset(x, y), verbose=0)
         self.assertLess(trainer.evaluate(as_dataset(x, y)), 0.15)
@@ -169,7 +175,10 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         x, y = toy_data(n=900, classes=4, seed=3)
         for architecture, count in (("one_vs_all", 4), ("all_vs_all", 6)):
             trainer = trainers.CapsuleRegressionEM(
-                4, 2, architecture=architecture, max_iterations=30
+                4,
+                2,
+                architecture=architecture,
+                schedule={"max_iterations": 30},
             )
             trainer.fit(as_dataset(x, y), verbose=0)
             self.assertLen(trainer.binary_layers(), count)
@@ -201,11 +210,17 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "Unknown capsule regression"):
             trainers.CapsuleRegressionEM(3, 2, architecture="pairs")
         with self.assertRaisesRegex(ValueError, "one value per round"):
-            trainers.CapsuleRegressionEM(
-                3, 2, thresholds=(0.5,), patience=(1, 2)
-            )
-        with self.assertRaisesRegex(ValueError, r"nu must be in \[0, 1\]"):
-            trainers.CapsuleRegressionEM(3, 2, thresholds=(2.0,), patience=(1,))
+            trainers.EMSchedule(thresholds=(0.5,), patience=(1, 2))
+        with self.assertRaisesRegex(ValueError, r"nu in \[0, 1\]"):
+            trainers.EMSchedule(thresholds=(2.0,), patience=(1,))
+        with self.assertRaisesRegex(
+            ValueError, r"momentum.*Received: momentum=1.0"
+        ):
+            trainers.EMSchedule(momentum=1.0)
+        with self.assertRaisesRegex(ValueError, "max_iterations"):
+            trainers.EMSchedule(max_iterations=0)
+        with self.assertRaisesRegex(ValueError, "Expected an EM schedule"):
+            trainers.CapsuleRegressionEM(3, 2, schedule="paper")
         x, y = toy_data(n=30)
         with self.assertRaisesRegex(ValueError, "Classes without any"):
             trainers.CapsuleRegressionEM(4, 2).fit(as_dataset(x, y), verbose=0)

@@ -35,7 +35,9 @@ class TracingTest(tf.test.TestCase):
         logger = tf.get_logger()
         logger.addHandler(captured)
         try:
-            trainer = trainers.CapsuleRegressionEM(3, 2, max_iterations=12)
+            trainer = trainers.CapsuleRegressionEM(
+                3, 2, schedule={"max_iterations": 12}
+            )
             trainer.fit(
                 batches(slice(0, 700)), batches(slice(700, 1000)), verbose=0
             )
