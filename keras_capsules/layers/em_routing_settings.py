@@ -6,7 +6,10 @@ import dataclasses
 import numbers
 
 from keras_capsules.ops.arguments import positive_int
-from keras_capsules.ops.em_routing import VARIANCE_FLOOR, ActivationCost
+from keras_capsules.ops.em_activation_cost import (
+    VARIANCE_FLOOR,
+    ActivationCost,
+)
 
 # The paper fixes no final inverse temperature. Its cost
 # sum_h (beta_u + log sigma^h) sum_i R_ij grows with the number of
@@ -57,7 +60,7 @@ class EMRouting:
             types) or `"per_mass_standardize"` (both). Defaults to
             `"none"`.
         variance_floor: float > 0 added to every variance. Defaults to
-            `ops.em_routing.VARIANCE_FLOOR` (1e-9); the official code uses
+            `ops.ActivationCost().variance_floor` (1e-9); the official code uses
             5e-4.
         assignment_smoothing: float `eps` in `[0, 1)`: every M-step after
             the first weighs a child by `(1 - eps) R_ij + eps R0_ij`, `R0`
@@ -126,7 +129,7 @@ class EMRouting:
         return dataclasses.replace(self, **changes)
 
     def cost(self, children_per_parent):
-        """`ops.em_routing.ActivationCost` of these settings for parents of
+        """`ops.ActivationCost` of these settings for parents of
         `children_per_parent` children each."""
         per_child = self.cost_normalization == "per_child"
         return ActivationCost(

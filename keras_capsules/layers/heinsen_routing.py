@@ -6,12 +6,9 @@ from keras import ops
 from keras_capsules.layers import validation
 from keras_capsules.layers.capsule_routing import CapsuleRouting
 from keras_capsules.layers.masks import combined_input_mask
-from keras_capsules.ops.heinsen_routing import (
-    DEFAULT_EPSILON,
-    check_epsilon,
-    heinsen_routing,
-)
+from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
+from keras_capsules.ops.heinsen_steps import DEFAULT_EPSILON, check_epsilon
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")

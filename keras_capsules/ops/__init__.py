@@ -14,11 +14,8 @@ from keras_capsules.ops.conv_em_routing import (
     conv_em_routing_by_parent,
 )
 from keras_capsules.ops.dynamic_routing import dynamic_routing
-from keras_capsules.ops.em_routing import (
-    ActivationCost,
-    em_routing,
-    em_routing_trace,
-)
+from keras_capsules.ops.em_activation_cost import ActivationCost
+from keras_capsules.ops.em_routing import em_routing, em_routing_trace
 from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 from keras_capsules.ops.interpolating_coefficient import (

@@ -10,11 +10,9 @@ from keras_capsules.ops.capsule_patches import (
     output_size,
 )
 from keras_capsules.ops.compilation import written_once
-from keras_capsules.ops.em_routing import (
-    ActivationCost,
-    em_routing_on_patches,
-    routing_inputs,
-)
+from keras_capsules.ops.em_activation_cost import ActivationCost
+from keras_capsules.ops.em_routing_inputs import routing_inputs
+from keras_capsules.ops.em_steps import em_routing_on_patches
 
 # The votes' layouts: `conv_em_routing`'s and `conv_em_routing_by_parent`'s.
 _CHILD_MAJOR = "(batch, H', W', K, K, B, C, h)"

@@ -16,7 +16,7 @@ import math
 from keras import ops
 
 from keras_capsules.ops.arguments import check_num_iterations
-from keras_capsules.ops.heinsen_routing import (
+from keras_capsules.ops.heinsen_steps import (
     DEFAULT_EPSILON,
     check_epsilon,
     first_responsibility,
