@@ -10,12 +10,12 @@ from keras_capsules.models.capsule_classifier import (
 )
 from keras_capsules.models.generative_capsule_autoencoder import (
     GenerativeCapsuleAutoencoder,
-    generative_capsule_autoencoder,
 )
 from keras_capsules.models.generative_capsule_config import (
     GenerativeCapsuleConfig,
 )
 from keras_capsules.models.generative_capsules import (
+    generative_capsule_autoencoder,
     template_encoder,
     top_encoder,
 )

@@ -35,6 +35,29 @@ def _steps(name, value):
         )
 
 
+# The settings that model configs of earlier releases gave as separate
+# arguments.
+_FORMER_INFERENCE_FIELDS = (
+    "pose_posterior",
+    "top_pose_refinement_steps",
+    "top_presence_refinement_steps",
+    "top_posterior_family",
+    "single_parent_balance_temperature",
+)
+# Training options of earlier releases, removed as the measurements of
+# research/generative_capsules_top_layer.md found they did not help.
+_REMOVED_TRAINING_OPTIONS = (
+    "top_kl_warmup_steps",
+    "stop_gradient_between_layers",
+    "presence_information_weight",
+    "selection_information_weight",
+    "template_presence_information_weight",
+    "template_count_weight",
+    "template_count_target",
+    "binary_top_presence_draws",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class GenerativeCapsuleConfig:
     """The generative capsule autoencoder's settings (Smith, Schut, Gal,
@@ -174,6 +197,38 @@ class GenerativeCapsuleConfig:
                         f"presences and needs {name}={required!r}. "
                         f"Received: {name}={getattr(self, name)!r}."
                     )
+
+    @classmethod
+    def of_decoder(cls, decoder, **inference):
+        """The settings of a `layers.GenerativeCapsuleDecoder`'s sizes and
+        scales, with `inference` fields (the paper's where not given)."""
+        return cls(
+            num_top_capsules=decoder.num_top_capsules,
+            num_template_capsules=decoder.num_template_capsules,
+            template_size=decoder.template_size,
+            pixel_scale=decoder.pixel_scale,
+            min_pose_scale=decoder.min_pose_scale,
+            initial_pose_scale=decoder.initial_pose_scale,
+            clutter_affinity=decoder.clutter_affinity,
+            clutter_pose_scale=decoder.clutter_pose_scale,
+            off_pose_scale=decoder.off_pose_scale,
+            **inference,
+        )
+
+    @classmethod
+    def from_former_config(cls, model_config, decoder):
+        """The settings of a `GenerativeCapsuleAutoencoder` config of an
+        earlier release, which gave the inference fields as separate
+        arguments (popped from `model_config`, with the training options
+        since removed: research/README.md), with `decoder`'s sizes."""
+        inference = {
+            name: model_config.pop(name)
+            for name in _FORMER_INFERENCE_FIELDS
+            if name in model_config
+        }
+        for name in _REMOVED_TRAINING_OPTIONS:
+            model_config.pop(name, None)
+        return cls.of_decoder(decoder, **inference)
 
     def replace(self, **changes):
         """A copy with `changes` (any of the fields)."""

@@ -5,6 +5,12 @@ import keras
 
 from keras_capsules import distributions
 from keras_capsules import layers as capsule_layers
+from keras_capsules.models.generative_capsule_autoencoder import (
+    GenerativeCapsuleAutoencoder,
+)
+from keras_capsules.models.generative_capsule_config import (
+    GenerativeCapsuleConfig,
+)
 
 
 def posterior_size(pose_posterior):
@@ -100,3 +106,61 @@ def top_encoder(
         heads.append(keras.layers.Reshape((num_top_capsules, size))(head))
     parameters = keras.layers.Concatenate()(heads)
     return keras.Model(capsules, parameters, name=name)
+
+
+def generative_capsule_autoencoder(
+    image_shape=(28, 28, 1), config=None, seed=None
+):
+    """A built `GenerativeCapsuleAutoencoder` of the paper's architecture
+    (section 4, supplementary B) with `config`'s sizes and inference.
+
+    Args:
+        image_shape: `(H, W, C)` of the images.
+        config: a `GenerativeCapsuleConfig`, the name of one of its presets
+            (`GenerativeCapsuleConfig.PRESETS`: `"paper"`,
+            `"computed_top_poses"`, `"single_parent"`,
+            `"computed_presences_32"`) or None for the paper's.
+        seed: int seed of the bound's Monte Carlo draws.
+
+    Example:
+
+    >>> model = generative_capsule_autoencoder(
+    ...     (28, 28, 1), GenerativeCapsuleConfig(num_top_capsules=4))
+    >>> model(np.zeros((2, 28, 28, 1))).shape
+    TensorShape([2, 28, 28, 1])
+    """
+    config = GenerativeCapsuleConfig.get(config)
+    decoder = capsule_layers.GenerativeCapsuleDecoder(
+        num_top_capsules=config.num_top_capsules,
+        num_template_capsules=config.num_template_capsules,
+        template_size=config.template_size,
+        image_shape=image_shape,
+        pixel_scale=config.pixel_scale,
+        min_pose_scale=config.min_pose_scale,
+        initial_pose_scale=config.initial_pose_scale,
+        clutter_affinity=config.clutter_affinity,
+        clutter_pose_scale=config.clutter_pose_scale,
+        off_pose_scale=config.off_pose_scale,
+    )
+    decoder.build()
+    model = GenerativeCapsuleAutoencoder(
+        decoder,
+        template_encoder(
+            image_shape,
+            config.num_template_capsules,
+            channels=config.template_channels,
+            pose_posterior=config.pose_posterior,
+        ),
+        top_encoder(
+            config.num_template_capsules,
+            config.num_top_capsules,
+            pose_posterior=config.pose_posterior,
+        ),
+        config=config,
+        seed=seed,
+    )
+    model.build((None, *image_shape))
+    # A symbolic call (no computation) records the input signature, so
+    # `model.export` works before any real call.
+    model(keras.KerasTensor((None, *image_shape)))
+    return model

@@ -7,6 +7,34 @@ from keras import ops
 
 from keras_capsules import distributions
 
+BOUND_TERMS = ("elbo", "reconstruction", "template_kl", "top_kl")
+# Metric names of `distributions.layer_information` of the top layer.
+TOP_LAYER_MEASURES = {
+    "top_information": "information",
+    "top_presence_information": "presence_information",
+    "top_pose_magnitude": "pose_magnitude",
+    "top_presence_spread": "presence_spread",
+}
+# What `GenerativeCapsuleAutoencoder` reports in training and evaluation.
+TRAINING_MEASURES = (*BOUND_TERMS, *TOP_LAYER_MEASURES, "top_explained")
+
+
+def training_measures(model, terms):
+    """`{name: (batch,) or scalar}` of `TRAINING_MEASURES`: the bound's
+    `terms` (`distributions.capsule_elbo`'s) and what the top layer
+    carries (`distributions.layer_information` of the top posterior, and
+    `distributions.explained_by_parents` at its mode under the generative
+    `model`)."""
+    top = terms["top_posterior"]
+    layer = distributions.layer_information(top.presence_logits, top.pose_means)
+    return {
+        **{name: terms[name] for name in BOUND_TERMS},
+        **{name: layer[key] for name, key in TOP_LAYER_MEASURES.items()},
+        "top_explained": distributions.explained_by_parents(
+            model, top.mode(), terms["templates"]
+        ),
+    }
+
 
 def presence_information(posterior):
     """The information between the image and a layer's presences over
