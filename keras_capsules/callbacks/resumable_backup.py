@@ -1,25 +1,19 @@
 """A backup of the training state that a kill at any moment leaves
 usable, and the training data that resumes with it at the exact batch."""
 
-import json
-import os
 import shutil
 import tempfile
 import warnings
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from keras_capsules.callbacks.backup_folder import (
+    BackupFolder,
+    metric_variables,
+)
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.recipes import gradient_step
-
-_POINTER = "latest"
-_WEIGHTS = "state.weights.h5"
-_STATE = "state.json"
-_METRICS = "metrics.npz"
-_RANDOM = "random_states.npz"
-_PARTIAL = ".partial-"
 
 
 class ResumableBackup(keras.callbacks.Callback):
@@ -81,6 +75,7 @@ class ResumableBackup(keras.callbacks.Callback):
         self.backup_dir = backup_dir
         self.save_freq = save_freq
         self.keep = positive_int("ResumableBackup", "keep", keep)
+        self._folder = BackupFolder(backup_dir, self.keep)
         # Read by the data of `training_data` when each epoch starts.
         with tf.init_scope():
             self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -192,38 +187,8 @@ class ResumableBackup(keras.callbacks.Callback):
     def position(self):
         """`(epochs, steps)` of the latest backup: `epochs` complete epochs
         and `steps` steps of the next; `(0, 0)` without a backup."""
-        state = self._latest_state()
+        state = self._folder.latest_state()
         return (state["epoch"], state["step"]) if state else (0, 0)
-
-    def _latest(self):
-        """The folder name of the latest complete backup, or None."""
-        try:
-            with open(os.path.join(self.backup_dir, _POINTER)) as file:
-                name = file.read().strip()
-            if os.path.isfile(os.path.join(self.backup_dir, name, _STATE)):
-                return name
-        except FileNotFoundError:
-            pass
-        names = self._backups()
-        return names[-1] if names else None
-
-    def _latest_state(self):
-        name = self._latest()
-        if name is None:
-            return None
-        with open(os.path.join(self.backup_dir, name, _STATE)) as file:
-            return json.load(file)
-
-    def _backups(self):
-        """Complete backups, oldest first (their names sort by position)."""
-        if not os.path.isdir(self.backup_dir):
-            return []
-        return sorted(
-            name
-            for name in os.listdir(self.backup_dir)
-            if name.startswith("epoch-")
-            and os.path.isfile(os.path.join(self.backup_dir, name, _STATE))
-        )
 
     def on_train_begin(self, logs=None):
         if self.save_freq != "epoch" and not self._resuming_within_epochs:
@@ -248,7 +213,7 @@ class ResumableBackup(keras.callbacks.Callback):
         steps)` (`(0, 0)` and nothing loaded without one)."""
         model = model or self.model
         self._metric_states = None
-        name = self._latest()
+        name = self._folder.latest()
         if name is None:
             self.history = {}
             return 0, 0
@@ -259,33 +224,8 @@ class ResumableBackup(keras.callbacks.Callback):
                 "before training."
             )
         gradient_step.build_optimizer(model)  # so its state loads too
-        folder = os.path.join(self.backup_dir, name)
-        try:
-            with warnings.catch_warnings():
-                # Keras only warns when the optimizer's state does not fit
-                # (another optimizer, say) and goes on without it.
-                warnings.filterwarnings(
-                    "error", "Skipping variable loading", UserWarning
-                )
-                model.load_weights(os.path.join(folder, _WEIGHTS))
-        except (ValueError, UserWarning) as error:
-            raise ValueError(
-                f"`ResumableBackup` found a backup in {folder} that does "
-                f"not fit this model ({error}). A backup resumes the run "
-                "that wrote it: give a run of another model its own "
-                "folder, or delete this one to start afresh."
-            ) from error
-        with np.load(os.path.join(folder, _RANDOM)) as random_states:
-            for k, variable in enumerate(_random_states(model)):
-                variable.assign(random_states[f"arr_{k}"])
-        with open(os.path.join(folder, _STATE)) as file:
-            state = json.load(file)
+        state, self._metric_states = self._folder.read(name, model)
         self.history = state["history"]
-        if state["step"]:
-            with np.load(os.path.join(folder, _METRICS)) as metrics:
-                self._metric_states = [
-                    metrics[f"arr_{k}"] for k in range(len(metrics.files))
-                ]
         return state["epoch"], state["step"]
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -312,7 +252,7 @@ class ResumableBackup(keras.callbacks.Callback):
         that the resumed epoch's metrics cover the whole epoch. Keras's
         metrics keep sums (totals, counts), which add."""
         states, self._metric_states = self._metric_states, None
-        variables = _metric_variables(self.model)
+        variables = metric_variables(self.model)
         try:
             if len(variables) != len(states):
                 raise ValueError(
@@ -339,101 +279,14 @@ class ResumableBackup(keras.callbacks.Callback):
 
     def _save(self, epoch, step):
         self._last_saved_step = step
+        state = {"epoch": epoch, "step": step, "history": self.history}
         if self.model.distribute_strategy.extended.should_checkpoint:
-            self._write(epoch, step, self.backup_dir)
+            self._folder.write(self.model, state)
         else:
             # Every worker reads the same (possibly synchronised)
             # variables in the same order; only the chief keeps them.
             scratch = tempfile.mkdtemp(prefix="resumable_backup_")
             try:
-                self._write(epoch, step, scratch)
+                self._folder.write(self.model, state, scratch)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-
-    def _write(self, epoch, step, backup_dir):
-        """Writes the backup of `(epoch, step)` into `backup_dir`."""
-        name = f"epoch-{epoch:06d}-step-{step:09d}"
-        folder = os.path.join(backup_dir, name)
-        partial = os.path.join(backup_dir, f"{_PARTIAL}{name}")
-        shutil.rmtree(partial, ignore_errors=True)
-        os.makedirs(partial)
-        self.model.save_weights(os.path.join(partial, _WEIGHTS))
-        np.savez(
-            os.path.join(partial, _RANDOM),
-            *(
-                keras.ops.convert_to_numpy(variable)
-                for variable in _random_states(self.model)
-            ),
-        )
-        if step:  # The epoch's metrics so far.
-            np.savez(
-                os.path.join(partial, _METRICS),
-                *(
-                    keras.ops.convert_to_numpy(variable)
-                    for variable in _metric_variables(self.model)
-                ),
-            )
-        state = {"epoch": epoch, "step": step, "history": self.history}
-        with open(os.path.join(partial, _STATE), "w") as file:
-            json.dump(state, file)
-        if backup_dir != self.backup_dir:
-            return
-        _sync(partial)
-        if os.path.exists(folder):  # The same position, saved again.
-            self._discard(name)
-        os.rename(partial, folder)
-        pointer = os.path.join(self.backup_dir, f"{_PARTIAL}{_POINTER}")
-        with open(pointer, "w") as file:
-            file.write(name)
-        _sync(pointer)
-        os.replace(pointer, os.path.join(self.backup_dir, _POINTER))
-        self._prune()
-
-    def _prune(self):
-        """Removes all but the `keep` newest backups and any partial one
-        a killed run left."""
-        for name in self._backups()[: -self.keep]:
-            self._discard(name)
-        for name in os.listdir(self.backup_dir):
-            path = os.path.join(self.backup_dir, name)
-            if name.startswith(_PARTIAL) and os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-
-    def _discard(self, name):
-        """Removes a backup: renamed to a partial name first, so that a
-        kill during the removal leaves no named backup without its
-        files."""
-        doomed = os.path.join(self.backup_dir, f"{_PARTIAL}old-{name}")
-        shutil.rmtree(doomed, ignore_errors=True)
-        os.rename(os.path.join(self.backup_dir, name), doomed)
-        shutil.rmtree(doomed)
-
-
-def _random_states(model):
-    """The states of the model's seed generators (e.g. of dropout and
-    mixup), which its weights file leaves out: `model.variables` beyond
-    `model.weights`."""
-    weights = {id(weight) for weight in model.weights}
-    return [
-        variable for variable in model.variables if id(variable) not in weights
-    ]
-
-
-def _metric_variables(model):
-    """The state variables of the model's metrics, in a fixed order."""
-    return [
-        variable for metric in model.metrics for variable in metric.variables
-    ]
-
-
-def _sync(path):
-    """Flushes a file, or every file of a folder, to disk (a backup then
-    survives a machine's crash too, not only its process's)."""
-    paths = (
-        [os.path.join(path, name) for name in os.listdir(path)]
-        if os.path.isdir(path)
-        else [path]
-    )
-    for file_path in paths:
-        with open(file_path, "rb") as file:
-            os.fsync(file.fileno())

@@ -33,9 +33,10 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         config: a `GenerativeCapsuleConfig` (or a preset's name): the
             pose posterior and how the top layer is inferred, in training,
             evaluation and `encode`
-            (`generative_capsule_posteriors.top_posterior`). The decoder and the encoders must have its
-            sizes (`generative_capsule_autoencoder` builds them so); None
-            takes the decoder's, with the paper's inference.
+            (`generative_capsule_posteriors.top_posterior`). The decoder
+            and the encoders must have its sizes
+            (`generative_capsule_autoencoder` builds them so); None takes
+            the decoder's, with the paper's inference.
         seed: int seed of the bound's Monte Carlo draws.
         **kwargs: `keras.Model` arguments.
 
