@@ -78,6 +78,28 @@ class CapsuleRegression(keras.layers.Layer):
             self, kernel_initializer, kernel_regularizer
         )
 
+    @classmethod
+    def from_kernel(cls, kernel, input_mean=None, use_offset=False):
+        """A built layer with the weights of one EM-trained model
+        (`trainers.CapsuleRegressionEM`): `kernel` `(q, m, d)`, its last
+        row the offset when `use_offset` (q = p + 1), and the inputs
+        centred on `input_mean` `(p,)` when given."""
+        kernel = np.asarray(kernel)
+        p = kernel.shape[0] - int(use_offset)
+        layer = cls(
+            kernel.shape[1],
+            kernel.shape[2],
+            use_offset=use_offset,
+            center_inputs=input_mean is not None,
+        )
+        layer.build((None, p))
+        layer.kernel.assign(kernel[:p])
+        if use_offset:
+            layer.offset.assign(kernel[p])
+        if input_mean is not None:
+            layer.input_mean.assign(input_mean)
+        return layer
+
     def build(self, input_shape):
         _, p = validation.feature_shape(self, input_shape)
         # A call with another number of features names both sizes.

@@ -17,8 +17,6 @@ validation error has not improved for 128, 64, 32, 16, 8 iterations, each
 starting from the best model of the round before; gamma = 0.9.
 """
 
-import os
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -27,13 +25,13 @@ from keras import ops
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers.capsule_regression import CapsuleRegression
 from keras_capsules.ops.arguments import positive_int
-from keras_capsules.trainers import architectures, initialization
+from keras_capsules.trainers import architectures, em_batch_sums, initialization
 from keras_capsules.trainers.em_batch_sums import (
     EMBatchSums,
     check_label_count,
 )
 from keras_capsules.trainers.em_schedule import EMSchedule
-from keras_capsules.trainers.em_state import EMState
+from keras_capsules.trainers.em_state import PROGRESS_KEYS, EMState
 from keras_capsules.trainers.statistics import DatasetSum
 
 
@@ -114,18 +112,10 @@ class CapsuleRegressionEM:
     def num_models(self):
         return self.membership.shape[0]
 
-    @property
-    def capsules_per_model(self):
-        return self.membership.shape[1]
-
     def _errors(self, dataset, kernel):
-        wrong, seen, combined, count, bad_labels = self._error_sum(
-            dataset,
-            tf.constant(kernel, tf.float32),
-            tf.constant(self.input_mean, tf.float32),
+        return em_batch_sums.error_rates(
+            self._error_sum, dataset, kernel, self.input_mean, self.num_classes
         )
-        check_label_count(bad_labels, self.num_classes)
-        return wrong / np.maximum(seen, 1.0), float(combined / count)
 
     # ----------------------------------------------------------------------
     # Training.
@@ -142,35 +132,17 @@ class CapsuleRegressionEM:
         """
         counts, sums, grams, bad_labels = self._class_moment_sum(train_dataset)
         check_label_count(bad_labels, self.num_classes)
-        p = sums.shape[-1] + int(self.use_offset)
-        if self.capsule_dim > p:
-            raise ValueError(
-                f"`CapsuleRegressionEM` expects `capsule_dim` <= the number "
-                f"of features{' + 1 (offset)' if self.use_offset else ''}, "
-                f"{p}: each capsule is a projection of them. Received: "
-                f"capsule_dim={self.capsule_dim}."
-            )
-        if np.any(counts == 0):
-            raise ValueError(
-                "Every class needs training examples. Classes without any: "
-                f"{np.flatnonzero(counts == 0).tolist()}."
-            )
-        self.input_mean, design_grams = initialization.design_moments(
-            counts, sums, grams, self.center_inputs, self.use_offset
-        )
-        self._inverse_gram = initialization.inverse_model_grams(
-            self.membership, design_grams
-        )
-        if self.initializer == "random":
-            return initialization.random_kernel(
+        self.input_mean, self._inverse_gram, kernel = (
+            initialization.initial_state(
+                (counts, sums, grams),
                 self.membership,
-                design_grams.shape[-1],
                 self.capsule_dim,
-                self.seed,
+                self.use_offset,
+                self.center_inputs,
+                (self.initializer, self.seed),
             )
-        return initialization.subspace_kernel(
-            self.membership, counts, design_grams, self.capsule_dim
         )
+        return kernel
 
     def em_update(self, train_dataset, kernel, thresholds):
         """One thresholded EM update (eqs. 22 and 26), without momentum.
@@ -189,17 +161,14 @@ class CapsuleRegressionEM:
             raise ValueError(
                 "Call `prepare(train_dataset)` before `em_update`."
             )
-        numerator, log_likelihood, wrong, seen = self._estep_sum(
+        return em_batch_sums.em_step(
+            self._estep_sum,
             train_dataset,
-            tf.constant(kernel, tf.float32),
-            tf.constant(self.input_mean, tf.float32),
-            tf.constant(
-                np.broadcast_to(thresholds, (self.num_models,)), tf.float32
-            ),
+            kernel,
+            self.input_mean,
+            self._inverse_gram,
+            np.broadcast_to(thresholds, (self.num_models,)),
         )
-        # M-step (eq. 22): W_i = (sum_l E[h_i] x_l^T)(sum_l x_l x_l^T)^-1.
-        updated = np.einsum("kpq,kqmd->kpmd", self._inverse_gram, numerator)
-        return updated, (log_likelihood, wrong, seen)
 
     def fit(
         self,
@@ -230,52 +199,26 @@ class CapsuleRegressionEM:
             `active_models`. Iteration t reports the models before their
             t-th update.
         """
-        state = EMState.start(self.prepare(train_dataset))
-        if checkpoint_path and os.path.exists(checkpoint_path):
-            state = self._resume(checkpoint_path, state.kernel.shape)
-        schedule = self.schedule
+        state = EMState.start_or_resume(
+            self.prepare(train_dataset), checkpoint_path
+        )
         progress = keras.utils.Progbar(
-            schedule.max_iterations,
+            self.schedule.max_iterations,
             verbose=verbose,
             unit_name="iteration",
-            stateful_metrics=["log_likelihood", "error", "val_error", "round"],
+            stateful_metrics=list(PROGRESS_KEYS),
         )
-        while np.any(state.rounds < schedule.num_rounds):
-            if (
-                schedule.max_iterations
-                and state.iteration >= schedule.max_iterations
-            ):
-                break
+        while not state.finished(self.schedule):
             self._iterate(state, train_dataset, validation_dataset)
             if checkpoint_path and state.iteration % checkpoint_every == 0:
                 state.save(checkpoint_path)
-            progress.update(
-                state.iteration,
-                [
-                    ("log_likelihood", state.history["log_likelihood"][-1]),
-                    ("error", state.history["error"][-1]),
-                    ("val_error", state.history["validation_error"][-1]),
-                    ("round", float(state.rounds.min())),
-                ],
-                finalize=False,
-            )
+            progress.update(state.iteration, state.progress(), finalize=False)
         progress.update(state.iteration, finalize=True)
         if checkpoint_path:
             state.save(checkpoint_path)
         self.kernel = state.best_kernel
         self.history = state.history
         return state.history
-
-    def _resume(self, checkpoint_path, kernel_shape):
-        state = EMState.load(checkpoint_path)
-        if state.kernel.shape != kernel_shape:
-            raise ValueError(
-                f"The checkpoint {checkpoint_path} holds kernels of shape "
-                f"{state.kernel.shape}, but this trainer and data give "
-                f"{kernel_shape}. Use a new checkpoint_path for a new "
-                "configuration."
-            )
-        return state
 
     def _iterate(self, state, train_dataset, validation_dataset):
         """One iteration: E-step, validation, M-step, then the state's
@@ -293,12 +236,13 @@ class CapsuleRegressionEM:
             )
         else:
             model_error, combined_error = train_error, float("nan")
-        history = state.history
-        history["log_likelihood"].append(float(log_likelihood.sum()))
-        history["error"].append(float(np.mean(train_error)))
-        history["validation_error"].append(combined_error)
-        history["round"].append(int(state.rounds.min()))
-        history["active_models"].append(int(active.sum()))
+        state.record(
+            log_likelihood=float(log_likelihood.sum()),
+            error=float(np.mean(train_error)),
+            validation_error=combined_error,
+            round=int(state.rounds.min()),
+            active_models=int(active.sum()),
+        )
         state.advance(updated, model_error, self.schedule)
 
     # ----------------------------------------------------------------------
@@ -336,7 +280,11 @@ class CapsuleRegressionEM:
     def binary_layers(self):
         """Returns the K trained models as `CapsuleRegression` layers."""
         self._check_fitted()
-        return [self._layer(index) for index in range(self.num_models)]
+        input_mean = self.input_mean if self.center_inputs else None
+        return [
+            CapsuleRegression.from_kernel(kernel, input_mean, self.use_offset)
+            for kernel in self.kernel
+        ]
 
     def to_layer(self):
         """Returns the trained multiclass model as a `CapsuleRegression`."""
@@ -347,20 +295,3 @@ class CapsuleRegressionEM:
                 "models: use `binary_layers()`."
             )
         return self.binary_layers()[0]
-
-    def _layer(self, index):
-        kernel = self.kernel[index]
-        p = len(self.input_mean)
-        layer = CapsuleRegression(
-            self.capsules_per_model,
-            self.capsule_dim,
-            use_offset=self.use_offset,
-            center_inputs=self.center_inputs,
-        )
-        layer.build((None, p))
-        layer.kernel.assign(kernel[:p])
-        if self.use_offset:
-            layer.offset.assign(kernel[p])
-        if self.center_inputs:
-            layer.input_mean.assign(self.input_mean)
-        return layer

@@ -3,6 +3,7 @@
 likelihood, and the classification errors. `DatasetSum` adds them up over
 a dataset on every replica."""
 
+import numpy as np
 import tensorflow as tf
 
 from keras_capsules import ops as capsule_ops
@@ -126,6 +127,35 @@ class EMBatchSums:
             tf.cast(tf.size(labels), tf.float32),
             self.bad_label_count(labels),
         )
+
+
+def error_rates(error_sum, dataset, kernel, input_mean, num_classes):
+    """`(per-model errors (K,), the architecture's error)` of `kernel` on
+    `dataset`, `error_sum` the `DatasetSum` of `EMBatchSums.errors`."""
+    wrong, seen, combined, count, bad_labels = error_sum(
+        dataset,
+        tf.constant(kernel, tf.float32),
+        tf.constant(input_mean, tf.float32),
+    )
+    check_label_count(bad_labels, num_classes)
+    return wrong / np.maximum(seen, 1.0), float(combined / count)
+
+
+def em_step(estep_sum, dataset, kernel, input_mean, inverse_gram, thresholds):
+    """One thresholded EM update of `kernel` `(K, q, m, d)` at `thresholds`
+    `(K,)` (eqs. 22 and 26), `estep_sum` the `DatasetSum` of
+    `EMBatchSums.estep` and `inverse_gram` `(K, q, q)` eq. 22's inverse
+    `(sum_l z_l z_l^T)^-1`; returns `(updated kernel, (log_likelihood,
+    wrong, seen))`, per model and for the current kernel."""
+    numerator, log_likelihood, wrong, seen = estep_sum(
+        dataset,
+        tf.constant(kernel, tf.float32),
+        tf.constant(input_mean, tf.float32),
+        tf.constant(thresholds, tf.float32),
+    )
+    # M-step (eq. 22): W_i = (sum_l E[h_i] x_l^T)(sum_l x_l x_l^T)^-1.
+    updated = np.einsum("kpq,kqmd->kpmd", inverse_gram, numerator)
+    return updated, (log_likelihood, wrong, seen)
 
 
 def check_label_count(count, num_classes):

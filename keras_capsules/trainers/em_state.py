@@ -13,6 +13,8 @@ HISTORY_KEYS = (
     "round",
     "active_models",
 )
+# What a progress bar shows of each iteration.
+PROGRESS_KEYS = ("log_likelihood", "error", "val_error", "round")
 
 
 @dataclasses.dataclass
@@ -54,6 +56,47 @@ class EMState:
             iteration=0,
             history={key: [] for key in HISTORY_KEYS},
         )
+
+    @classmethod
+    def start_or_resume(cls, kernel, checkpoint_path=None):
+        """The state saved at `checkpoint_path` if that file exists (its
+        kernels must have `kernel`'s shape), else the state before the
+        first iteration from `kernel`."""
+        if not (checkpoint_path and os.path.exists(checkpoint_path)):
+            return cls.start(kernel)
+        state = cls.load(checkpoint_path)
+        if state.kernel.shape != kernel.shape:
+            raise ValueError(
+                f"The checkpoint {checkpoint_path} holds kernels of shape "
+                f"{state.kernel.shape}, but this trainer and data give "
+                f"{kernel.shape}. Use a new checkpoint_path for a new "
+                "configuration."
+            )
+        return state
+
+    def finished(self, schedule):
+        """Whether every model has done its rounds of `schedule`, or the
+        schedule's `max_iterations` are done."""
+        cap = schedule.max_iterations
+        return not np.any(self.rounds < schedule.num_rounds) or bool(
+            cap and self.iteration >= cap
+        )
+
+    def record(self, **values):
+        """Appends one iteration's `values`, one per `HISTORY_KEYS`."""
+        for key in HISTORY_KEYS:
+            self.history[key].append(values[key])
+
+    def progress(self):
+        """`[(name, value)]` of the latest iteration (`PROGRESS_KEYS`)."""
+        history = self.history
+        values = (
+            history["log_likelihood"][-1],
+            history["error"][-1],
+            history["validation_error"][-1],
+            float(self.rounds.min()),
+        )
+        return list(zip(PROGRESS_KEYS, values))
 
     def advance(self, updated, model_error, schedule):
         """Takes one iteration's EM updates: each model still in a round

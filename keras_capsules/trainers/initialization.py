@@ -101,3 +101,47 @@ def inverse_model_grams(membership, design_grams):
     return np.linalg.inv(
         model_grams + ridge[:, None, None] * np.eye(model_grams.shape[-1])
     )
+
+
+def initial_state(
+    moments, membership, capsule_dim, use_offset, center_inputs, initializer
+):
+    """What EM starts from, given the training inputs' per-class moments.
+
+    Args:
+        moments: `(counts (C,), sums (C, p), grams (C, p, p))` of the
+            inputs of each class.
+        membership: `(K, m, C)`, `architectures.membership`.
+        capsule_dim: int, `d`.
+        use_offset, center_inputs: bools, the design rows' form.
+        initializer: `("subspace", _)` (eq. 28) or `("random", seed)`.
+
+    Returns:
+        `(input_mean (p,), inverse_grams (K, q, q), kernel (K, q, m, d))`.
+    """
+    counts, sums, grams = moments
+    p = sums.shape[-1] + int(use_offset)
+    if capsule_dim > p:
+        raise ValueError(
+            f"`CapsuleRegressionEM` expects `capsule_dim` <= the number "
+            f"of features{' + 1 (offset)' if use_offset else ''}, "
+            f"{p}: each capsule is a projection of them. Received: "
+            f"capsule_dim={capsule_dim}."
+        )
+    if np.any(counts == 0):
+        raise ValueError(
+            "Every class needs training examples. Classes without any: "
+            f"{np.flatnonzero(counts == 0).tolist()}."
+        )
+    input_mean, design_grams = design_moments(
+        counts, sums, grams, center_inputs, use_offset
+    )
+    inverse_grams = inverse_model_grams(membership, design_grams)
+    kind, seed = initializer
+    if kind == "random":
+        kernel = random_kernel(
+            membership, design_grams.shape[-1], capsule_dim, seed
+        )
+    else:
+        kernel = subspace_kernel(membership, counts, design_grams, capsule_dim)
+    return input_mean, inverse_grams, kernel
