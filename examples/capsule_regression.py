@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import run_flags, runs
+from examples import run_flags, run_results, runs
 from keras_capsules import datasets, trainers
 from keras_capsules.layers import CapsuleRegression
 
@@ -150,9 +150,9 @@ def train_em(main, name, features, architecture):
         }
         for split, (x, y) in features.items()
     }
-    runs.write_results(
+    run_results.write_results(
         {
-            **runs.describe_run(main, name, int(trainer.kernel.size)),
+            **run_results.describe_run(main, name, int(trainer.kernel.size)),
             "train_examples": len(features["train"][1]),
             "train_seconds": train_seconds,
             "history": history,
@@ -181,7 +181,7 @@ def train_sgd(main, name, features):
         jit_compile=runs.use_xla(),
     )
     batch = _BATCH_SIZE.value
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         runs.epoch_batches((x, y), batch, runs.SEED.value),

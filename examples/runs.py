@@ -1,5 +1,6 @@
-"""What every example script shares: run set-up, callbacks,
-fit-evaluate-save with one `results.json` schema, and the serving export.
+"""What every example script shares: run set-up, callbacks, training
+from the latest backup and the serving export (`run_results.py` writes what
+a run measured).
 
 The run-level flags are `run_flags`': the core that this module reads,
 and the others each script asks for. A script calls
@@ -8,30 +9,9 @@ when run as a program. Flags that several scripts take beyond these live
 in a shared module (`heinsen_training.py`, `generative_training.py`), so
 that no flag is defined twice and the scripts run in one process (the
 tests run them so).
-
-`results.json`:
-
-```none
-script, dataset        what ran
-flags                  every flag the script reads
-parameters             the model's weights
-train_examples         examples in one pass over the training data
-train_seconds          fit's wall time (evaluation after each epoch too)
-seconds_per_epoch      training time of each epoch, without evaluation
-examples_per_second    training examples / median epoch time (without
-                       the first epoch, which compiles, when there are more)
-history                fit's metrics per epoch
-evaluation             {split: {metric: value}} after training; every
-                       classifier reports `accuracy` (test error is
-                       1 - accuracy)
-```
-
-A script adds its own entries after these (the docstring says which).
 """
 
-import json
 import os
-import sys
 import time
 
 import keras
@@ -168,54 +148,6 @@ def callbacks(model_file):
     return fitting.make_callbacks(MODEL_DIR.value, model_file)
 
 
-def script_flags(main, modules=()):
-    """`{name: value}` of the flags of `main`'s script, of the `modules`
-    it takes flags from and of the run-level flags they read."""
-    names = [main.__module__, _module_name(main)]
-    names += [m if isinstance(m, str) else m.__name__ for m in modules]
-    values = {
-        name: flags.FLAGS[name].value for name in run_flags.requested_by(names)
-    }
-    for name in names:
-        for flag in flags.FLAGS.get_flags_for_module(name):
-            values[flag.name] = flag.value
-    return dict(sorted(values.items()))
-
-
-def _module_name(main):
-    """The dotted name of `main`'s module, also when it runs as
-    `__main__` (`python -m`, `examples.quiet_start`)."""
-    spec = getattr(sys.modules.get(main.__module__), "__spec__", None)
-    return spec.name if spec is not None else main.__module__
-
-
-def describe_run(main, dataset, parameters=None, flag_modules=()):
-    """The first entries of `results.json`: the script, `dataset`, the
-    flags (of `main`'s module, of `flag_modules` and of this one) and the
-    model's `parameters` (if given)."""
-    description = {
-        "script": _module_name(main),
-        "dataset": dataset,
-        "flags": script_flags(main, flag_modules),
-    }
-    if parameters is not None:
-        description["parameters"] = parameters
-    return description
-
-
-def evaluate(model, tests):
-    """`{split: {metric: value}}` of `model.evaluate` on each of `tests`."""
-    return {
-        split: {
-            name: round(float(value), 5)
-            for name, value in model.evaluate(
-                data, return_dict=True, verbose=0
-            ).items()
-        }
-        for split, data in tests.items()
-    }
-
-
 def fit(
     model,
     train,
@@ -296,76 +228,6 @@ def epoch_batches(arrays, batch_size, seed):
         )
 
     return of_epoch
-
-
-def write_results(results, file_name="results.json"):
-    """Writes `results` to `file_name` in `--model_dir` and prints them
-    (without the history) as one JSON line."""
-    with open(os.path.join(MODEL_DIR.value, file_name), "w") as file:
-        json.dump(results, file, indent=1)
-    print(json.dumps({k: v for k, v in results.items() if k != "history"}))
-
-
-def train_and_evaluate(
-    main,
-    model,
-    train,
-    tests,
-    model_file,
-    train_examples,
-    dataset,
-    extra_callbacks=(),
-    validation_split=None,
-    flag_modules=(),
-    extra_results=None,
-):
-    """Fits for `--epochs`, evaluates every test split, saves the model in
-    `--model_dir` and writes `results.json` (see the module docstring).
-
-    Args:
-        main: the script's `main`, whose module's flags are recorded.
-        model: a compiled `keras.Model`.
-        train: the training `tf.data.Dataset` of batches, or a function
-            of the epoch number that returns them (see `fit`).
-        tests: `{split: dataset}` evaluated after training.
-        model_file: file name of the saved model in `--model_dir`.
-        train_examples: int, examples in one pass over `train`.
-        dataset: the dataset's name, for the results.
-        extra_callbacks: callbacks beyond `callbacks(model_file)`.
-        validation_split: optional key of `tests` evaluated after each
-            epoch as fit's validation data.
-        flag_modules: modules besides the script's whose flags it uses
-            (recorded in the results).
-        extra_results: optional dict of more entries for the results, or
-            a function of the trained model that returns one; an
-            `"evaluation"` entry in it adds splits to the evaluation.
-
-    Returns:
-        The results written to `results.json`.
-    """
-    training = fit(
-        model,
-        train,
-        model_file,
-        train_examples,
-        extra_callbacks,
-        tests[validation_split] if validation_split else None,
-    )
-    if callable(extra_results):
-        extra_results = extra_results(model)
-    extra_results = dict(extra_results or {})
-    results = {
-        **describe_run(main, dataset, model.count_params(), flag_modules),
-        **training,
-        "evaluation": {
-            **evaluate(model, tests),
-            **extra_results.pop("evaluation", {}),
-        },
-        **extra_results,
-    }
-    model.save(os.path.join(MODEL_DIR.value, model_file))
-    write_results(results)
-    return results
 
 
 def export_serving(model, export_dir, input_spec, serve=None):

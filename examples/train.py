@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from examples import run_flags, runs
+from examples import run_flags, run_results, runs
 from keras_capsules import callbacks, datasets, models
 
 # The run-level flags `runs.fit` reads.
@@ -126,7 +126,7 @@ def main(argv):
         if routing == "em"
         else []
     )
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         train,

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from examples import presets, run_flags, runs
+from examples import presets, run_flags, run_results, runs
 from keras_capsules import datasets, metrics, models, plots
 
 # The run-level flags `runs.fit` reads.
@@ -180,7 +180,7 @@ def main(argv):
     with strategy.scope():
         model = build_model(image_shape, num_classes)
         compile_model(model, steps_per_epoch, name == "multi_mnist")
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         train,

@@ -50,12 +50,17 @@ Usage:
 import os
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from examples import generative_training, run_flags, runs
-from keras_capsules import models, plots, trainers
+from examples import (
+    generative_evaluation,
+    generative_training,
+    run_flags,
+    run_results,
+    runs,
+)
+from keras_capsules import models
 from keras_capsules.datasets import generative_capsule_experiments as data
 
 # The run-level flags `runs.fit` reads, and the others this script does.
@@ -86,15 +91,8 @@ _PROBE_TRAIN_SIZE = flags.DEFINE_integer(
 _PROBE_TEST_SIZE = flags.DEFINE_integer(
     "probe_test_size", 5000, "Test images per probe test set."
 )
-_PROBE_EPOCHS = flags.DEFINE_integer("probe_epochs", 50, "Probe epochs.")
 _ROTATIONS = flags.DEFINE_list(
     "rotations", [str(a) for a in data.PAPER_ROTATIONS], "Test rotations."
-)
-_FREE_FORM_STEPS = flags.DEFINE_integer(
-    "free_form_steps", 100, "Test-time inference steps (0 skips it)."
-)
-_FREE_FORM_EXAMPLES = flags.DEFINE_integer(
-    "free_form_examples", 500, "Images per test set for test-time inference."
 )
 _PROBE_PROTOCOL = flags.DEFINE_enum(
     "probe_protocol",
@@ -145,92 +143,6 @@ def fit_vae(train, epochs, strategy):
     return vae
 
 
-def probe(train_features, train_labels, test_features, labels):
-    return trainers.linear_probe_accuracy(
-        train_features,
-        train_labels,
-        {name: (test_features[name], labels[name]) for name in test_features},
-        epochs=_PROBE_EPOCHS.value,
-        seed=runs.SEED.value,
-    )
-
-
-def free_form_inference(model):
-    """The paper's test-time inference (`trainers.FreeFormInference`):
-    `--free_form_steps` steps of gradient ascent on every variational
-    parameter, each step compiled as `--jit_compile` says. Called on
-    images, it returns their latents and the bound per step; it compiles
-    its step once per batch shape."""
-    return trainers.FreeFormInference(
-        model,
-        num_steps=_FREE_FORM_STEPS.value,
-        seed=runs.SEED.value,
-        jit_compile=runs.use_xla(),
-    )
-
-
-def free_form_effect(model, probe_images, probe_labels, test_sets):
-    """The `t0` and `(t0, A0)` probes on amortised and on
-    test-time-inferred latents.
-
-    Each probe learns from `--free_form_examples` training images whose
-    latents were inferred the same way as its test sets' (amortised, or
-    amortised then refined by `--free_form_steps` steps of the bound).
-    """
-    count = _FREE_FORM_EXAMPLES.value
-    sets = {"train": (probe_images, probe_labels), **test_sets}
-    amortised, free_form, labels, bounds = {}, {}, {}, {}
-    infer = free_form_inference(model)  # One step for sets of one size.
-    for name, (images, set_labels) in sets.items():
-        images, labels[name] = images[:count], set_labels[:count]
-        amortised[name] = models.top_layer_features(model.encode(images))
-        latents, history = infer(images)
-        free_form[name] = models.top_layer_features(latents)
-        bounds[name] = {  # one-sample estimates: average the last 5
-            "before": round(history[0], 1),
-            "after": round(float(np.mean(history[-5:])), 1),
-        }
-        print(f"free form {name}: bound {bounds[name]}", flush=True)
-    train_labels = labels.pop("train")
-
-    def probe_on(features, kind):
-        by_set = {name: value[kind] for name, value in features.items()}
-        train = by_set.pop("train")
-        return probe(train, train_labels, by_set, labels)
-
-    return {
-        **{
-            f"{kind}_{way}": probe_on(features, kind)
-            for kind in ("t0", "t0_A0")
-            for way, features in (
-                ("amortised", amortised),
-                ("free_form", free_form),
-            )
-        },
-        "bound_per_image": bounds,
-        "examples": count,
-        "steps": _FREE_FORM_STEPS.value,
-        "learning_rate": trainers.FREE_FORM_LEARNING_RATES["gradient_ascent"],
-    }
-
-
-def write_figures(model, test_sets, model_dir):
-    plots.plot_templates(
-        model.decoder, os.path.join(model_dir, "templates.png")
-    )
-    rotations = [name for name in test_sets if name.startswith("rotated")]
-    images = np.stack([test_sets[name][0][0] for name in rotations])
-    rows = {"input": images, "amortised": np.asarray(model(images))}
-    if _FREE_FORM_STEPS.value:
-        latents, _ = free_form_inference(model)(images)
-        rows["free form"] = np.asarray(
-            model.decoder(
-                [latents["template_presences"], latents["template_poses"]]
-            )
-        )
-    plots.plot_image_rows(rows, os.path.join(model_dir, "reconstructions.png"))
-
-
 def latents_and_reconstruction(model, images):
     """The serving outputs: the latent variables and the reconstruction."""
     return {**model.encode(images), "reconstruction": model(images)}
@@ -272,43 +184,6 @@ def evaluated_model(model):
     }
 
 
-def probe_table(model, vae, probe_sets, test_sets):
-    """Probe accuracies `{kind: {test set: accuracy}}` for one protocol:
-    `probe_sets` maps every test set to the probe's training images."""
-
-    def vae_features(images):
-        mean, std = generative_training.in_batches(vae.encode, images)
-        return np.concatenate([mean, std], 1)
-
-    table = {"t0": {}, "t0_A0": {}, **({"vae": {}} if vae is not None else {})}
-    cache = {}
-    for name, (test_images, test_labels) in test_sets.items():
-        train_images, train_labels = probe_sets[name]
-        key = id(train_images)
-        if key not in cache:
-            cache[key] = (
-                generative_training.top_features(model, train_images),
-                (vae_features(train_images) if vae else None),
-            )
-        train_capsules, train_vae = cache[key]
-        test_capsules = generative_training.top_features(model, test_images)
-        for kind in ("t0", "t0_A0"):
-            table[kind][name] = probe(
-                train_capsules[kind],
-                train_labels,
-                {name: test_capsules[kind]},
-                {name: test_labels},
-            )[name]
-        if vae is not None:
-            table["vae"][name] = probe(
-                train_vae,
-                train_labels,
-                {name: vae_features(test_images)},
-                {name: test_labels},
-            )[name]
-    return table
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -330,9 +205,7 @@ def main(argv):
     probe_size = _PROBE_TRAIN_SIZE.value
     probe_images, probe_labels = train[:probe_size], train_labels[:probe_size]
     results = {
-        **runs.describe_run(
-            main, dataset, model.count_params(), [generative_training]
-        ),
+        **run_results.describe_run(main, dataset, model.count_params()),
         "parameters_by_part": {
             "decoder": model.decoder.count_params(),
             "template_encoder": model.template_encoder.count_params(),
@@ -340,7 +213,7 @@ def main(argv):
         },
         **training,
         **evaluated_model(model),
-        "evaluation": runs.evaluate(
+        "evaluation": run_results.evaluate(
             model, {"test": generative_training.test_images(test)}
         ),
         "probe": {},
@@ -358,17 +231,17 @@ def main(argv):
         if _PROBE_PROTOCOL.value == "matched":
             del protocols["upright"]
     for protocol, probe_sets in protocols.items():
-        results["probe"][protocol] = probe_table(
+        results["probe"][protocol] = generative_evaluation.probe_table(
             model, vae, probe_sets, test_sets
         )
         print(f"probes ({protocol}): {results['probe'][protocol]}", flush=True)
-    if _FREE_FORM_STEPS.value:
-        results["free_form"] = free_form_effect(
+    if generative_evaluation.FREE_FORM_STEPS.value:
+        results["free_form"] = generative_evaluation.free_form_effect(
             model, probe_images, probe_labels, test_sets
         )
         print(f"free form: {results['free_form']}", flush=True)
     if _FIGURES.value:
-        write_figures(model, test_sets, model_dir)
+        generative_evaluation.write_figures(model, test_sets, model_dir)
     if not _EVALUATE_ONLY.value:  # An evaluation leaves the trained model.
         model.save(os.path.join(model_dir, "model.keras"))
     runs.export_serving(
@@ -377,7 +250,7 @@ def main(argv):
         tf.TensorSpec((None, *train.shape[1:]), tf.float32, "images"),
         serve=lambda images: latents_and_reconstruction(model, images),
     )
-    runs.write_results(
+    run_results.write_results(
         results,
         "evaluation.json" if _EVALUATE_ONLY.value else "results.json",
     )

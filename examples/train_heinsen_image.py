@@ -34,7 +34,7 @@ Usage:
 import tensorflow as tf
 from absl import flags
 
-from examples import heinsen_training, run_flags, runs
+from examples import heinsen_training, run_flags, run_results, runs
 from keras_capsules import datasets, models, recipes
 
 # The run-level flags `runs.fit` reads.
@@ -160,7 +160,7 @@ def main(argv):
         heinsen_training.compile_for_run(
             model, steps_per_epoch, optimizer=_OPTIMIZER.value
         )
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         train,
@@ -169,7 +169,6 @@ def main(argv):
         steps_per_epoch * batch_size,
         name,
         validation_split="test",
-        flag_modules=[heinsen_training],
         extra_results={"padding": padding},
     )
     runs.export_serving(

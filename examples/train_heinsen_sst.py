@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 from absl import flags
 
-from examples import heinsen_training, run_flags, runs
+from examples import heinsen_training, run_flags, run_results, runs
 from keras_capsules import datasets, models, recipes
 from keras_capsules.datasets import sst
 
@@ -157,7 +157,7 @@ def main(argv):
             seed=seed,
         )
         heinsen_training.compile_for_run(model, steps_per_epoch)
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         train,
@@ -166,7 +166,6 @@ def main(argv):
         len(train_labels),
         task,
         validation_split="test",
-        flag_modules=[heinsen_training],
         extra_results={"vocabulary_size": len(vocabulary)},
     )
     runs.export_serving(

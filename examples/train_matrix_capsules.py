@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 from absl import app, flags
 
-from examples import presets, run_flags, runs
+from examples import presets, run_flags, run_results, runs
 from keras_capsules import callbacks, datasets, layers, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
@@ -181,7 +181,7 @@ def train_cnn_baseline(image_shape, num_classes, train, tests):
         )
     return {
         "parameters": cnn.count_params(),
-        "evaluation": runs.evaluate(cnn, tests),
+        "evaluation": run_results.evaluate(cnn, tests),
     }
 
 
@@ -261,7 +261,7 @@ def main(argv):
             results["evaluation"] = {"test_multi_crop": {"accuracy": accuracy}}
         return results
 
-    runs.train_and_evaluate(
+    run_results.train_and_evaluate(
         main,
         model,
         train,

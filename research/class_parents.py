@@ -128,7 +128,7 @@ def _encoder_posterior(model, templates):
 def class_posterior_fn(model, labels):
     """The top posterior of a template-layer event with parent `labels`
     (an int `(batch,)`) certainly present, every other certainly absent,
-    the poses by `model.top_pose_refinement_steps` EM steps from the top
+    the poses by `model.config.top_pose_refinement_steps` EM steps from the top
     encoder's."""
 
     def top_posterior(templates):
@@ -139,7 +139,7 @@ def class_posterior_fn(model, labels):
             model.decoder.generative_model(),
             posterior.mode(),
             templates,
-            max(model.top_pose_refinement_steps, 1),
+            max(model.config.top_pose_refinement_steps, 1),
         )
         return posterior
 
@@ -154,7 +154,7 @@ def single_parent_choices(model, templates):
         model.decoder.generative_model(),
         _encoder_posterior(model, templates).pose_means,
         templates,
-        max(model.top_pose_refinement_steps, 1),
+        max(model.config.top_pose_refinement_steps, 1),
     )
 
 

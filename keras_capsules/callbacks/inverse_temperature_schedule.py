@@ -31,11 +31,11 @@ class InverseTemperatureSchedule(keras.callbacks.Callback):
             num_iterations floats`, called with the optimizer's step count,
             so a resumed run continues the schedule.
 
-    Example:
+    Examples:
 
-    >>> warm_up = InverseTemperatureSchedule(
-    ...     lambda step, n: [min(1.0, step / 1000) * 0.001 * (t + 1) / n
-    ...                      for t in range(n)])
+        >>> warm_up = InverseTemperatureSchedule(
+        ...     lambda step, n: [min(1.0, step / 1000) * 0.001 * (t + 1) / n
+        ...                      for t in range(n)])
     """
 
     def __init__(self, schedule):

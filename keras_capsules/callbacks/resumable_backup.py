@@ -52,15 +52,22 @@ class ResumableBackup(keras.callbacks.Callback):
             epoch. Defaults to `"epoch"`.
         keep: int >= 1, backups kept. Defaults to `2`.
 
-    Example:
+    Examples:
 
-    >>> def epoch_batches(epoch):  # An order that depends on the epoch.
-    ...     keys = tf.random.stateless_uniform([60000], [epoch, 0])
-    ...     rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
-    ...     return rows.batch(32).map(lambda rows: (
-    ...         tf.gather(images, rows), tf.gather(labels, rows)))
-    >>> backup = ResumableBackup("run/backup", save_freq=100)
-    >>> history = backup.fit(model, epoch_batches, epochs=10)
+        >>> import tempfile
+        >>> images = np.random.default_rng(0).uniform(size=(64, 4))
+        >>> labels = np.zeros((64, 1))
+        >>> def epoch_batches(epoch):  # An order that depends on the epoch.
+        ...     keys = tf.random.stateless_uniform([64], [epoch, 0])
+        ...     rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
+        ...     return rows.batch(16).map(lambda rows: (
+        ...         tf.gather(images, rows), tf.gather(labels, rows)))
+        >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        >>> model.compile("sgd", "mse")
+        >>> backup = ResumableBackup(tempfile.mkdtemp(), save_freq=2)
+        >>> history = backup.fit(model, epoch_batches, epochs=2, verbose=0)
+        >>> len(history["loss"])
+        2
     """
 
     def __init__(self, backup_dir, save_freq="epoch", keep=2):

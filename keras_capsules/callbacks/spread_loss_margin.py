@@ -7,6 +7,7 @@ import math
 import keras
 
 from keras_capsules.callbacks.training_step import optimizer_step
+from keras_capsules.ops.arguments import positive_int, positive_number
 
 
 class _MarginSchedule(keras.callbacks.Callback):
@@ -46,16 +47,21 @@ class SpreadLossMargin(_MarginSchedule):
         total_steps: int, steps until the margin reaches `end`.
         start: float. Defaults to `0.2`.
         end: float. Defaults to `0.9`.
+
+    Examples:
+
+        >>> from keras_capsules.losses import SpreadLoss
+        >>> loss = SpreadLoss()
+        >>> schedule = SpreadLossMargin(loss, total_steps=100)
+        >>> [round(schedule.margin_at(step), 2) for step in (0, 50, 100, 200)]
+        [0.2, 0.55, 0.9, 0.9]
     """
 
     def __init__(self, loss, total_steps, start=0.2, end=0.9):
         super().__init__(loss)
-        if total_steps < 1:
-            raise ValueError(
-                "`SpreadLossMargin` expects `total_steps` >= 1. Received: "
-                f"{total_steps!r}."
-            )
-        self.total_steps = int(total_steps)
+        self.total_steps = positive_int(
+            "SpreadLossMargin", "total_steps", total_steps
+        )
         self.start = float(start)
         self.end = float(end)
 
@@ -79,6 +85,14 @@ class SigmoidSpreadLossMargin(_MarginSchedule):
         offset: float. Defaults to `4.0`.
         cap: float, the largest argument of the sigmoid. Defaults to
             `10.0`.
+
+    Examples:
+
+        >>> from keras_capsules.losses import SpreadLoss
+        >>> schedule = SigmoidSpreadLossMargin(SpreadLoss())
+        >>> [round(schedule.margin_at(step), 3) for step in (0, 50_000,
+        ...  200_000)]
+        [0.214, 0.237, 0.595]
     """
 
     def __init__(
@@ -91,11 +105,9 @@ class SigmoidSpreadLossMargin(_MarginSchedule):
         cap=10.0,
     ):
         super().__init__(loss)
-        if steps_per_unit <= 0:
-            raise ValueError(
-                "`SigmoidSpreadLossMargin` expects `steps_per_unit` > 0. "
-                f"Received: {steps_per_unit!r}."
-            )
+        positive_number(
+            "SigmoidSpreadLossMargin", "steps_per_unit", steps_per_unit
+        )
         self.start = float(start)
         self.rise = float(rise)
         self.steps_per_unit = float(steps_per_unit)

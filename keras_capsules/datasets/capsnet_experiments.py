@@ -60,7 +60,13 @@ def load_experiment_arrays(name, split, size=None, seed=0):
 
 
 def experiment_info(name):
-    """Returns `(image_shape, num_classes, test_splits)` of an experiment."""
+    """Returns `(image_shape, num_classes, test_splits)` of an experiment.
+
+    Examples:
+
+        >>> experiment_info("mnist")
+        ((28, 28, 1), 10, ('test',))
+    """
     if name not in EXPERIMENTS:
         raise ValueError(
             f"Unknown experiment {name!r}. Expected one of {EXPERIMENTS}."
@@ -95,6 +101,12 @@ def load_experiment(name, split, batch_size, shift_pixels=0, size=None, seed=0):
     Returns:
         float32 images `(batch, H, W, 1)` in [0, 1] and int64 class ids,
         or float32 two-hot targets `(batch, 10)` for `multi_mnist`.
+
+    Examples:
+
+        >>> data = load_experiment("mnist", "test", batch_size=4, size=8)
+        >>> [tuple(images.shape) for images, labels in data]
+        [(4, 28, 28, 1), (4, 28, 28, 1)]
     """
     training = split == "train"
     source_split = "test" if split == "test_affine" else split
@@ -125,25 +137,26 @@ def load_experiment_epochs(
     that epoch, in an order and with transforms drawn from `(seed,
     epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
     arguments are `load_experiment`'s; `drop_remainder` leaves out a last
-    partial batch (`datasets.epoch_order.epoch_batches`)."""
-    shuffled = epoch_order.epoch_batches(
+    partial batch (`datasets.epoch_order.epoch_batches`).
+
+    Examples:
+
+        >>> epoch_batches = load_experiment_epochs("mnist", batch_size=4,
+        ...                                        size=8)
+        >>> first = [labels.numpy().tolist() for _, labels in epoch_batches(0)]
+        >>> again = [labels.numpy().tolist() for _, labels in epoch_batches(0)]
+        >>> first == again  # an epoch is a function of its number
+        True
+    """
+    return epoch_order.prepared_epoch_batches(
         load_experiment_arrays(name, "train", size, seed),
         batch_size,
         seed,
-        drop_remainder,
+        lambda batch, batch_seed: _prepare(
+            name, "train", shift_pixels, batch, batch_seed
+        ),
+        drop_remainder=drop_remainder,
     )
-
-    def epoch_batches(epoch):
-        data = shuffled(epoch)
-
-        def prepare(index, batch):
-            batch_seed = epoch_order.batch_seed(seed, epoch, index)
-            return _prepare(name, "train", shift_pixels, batch, batch_seed)
-
-        data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
-        return data.prefetch(tf.data.AUTOTUNE)
-
-    return epoch_batches
 
 
 def _prepare(name, split, shift_pixels, batch, batch_seed):

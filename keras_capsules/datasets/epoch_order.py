@@ -44,6 +44,26 @@ def epoch_batches(arrays, batch_size, seed, drop_remainder=False):
     return of_epoch
 
 
+def prepared_epoch_batches(arrays, batch_size, seed, prepare, **options):
+    """`epoch_batches` of `arrays` with each batch mapped by
+    `prepare(batch, seed)` (its augmentation, drawn from the stateless
+    `batch_seed` of the batch) and prefetched; `options` are
+    `epoch_batches`' (`drop_remainder`). Returns `of_epoch(epoch)`, a
+    `tf.data.Dataset` of the prepared batches."""
+    shuffled = epoch_batches(arrays, batch_size, seed, **options)
+
+    def of_epoch(epoch):
+        def prepare_batch(index, batch):
+            return prepare(batch, batch_seed(seed, epoch, index))
+
+        data = shuffled(epoch).map(
+            prepare_batch, num_parallel_calls=tf.data.AUTOTUNE
+        )
+        return data.prefetch(tf.data.AUTOTUNE)
+
+    return of_epoch
+
+
 def with_static_batch_size(epoch_batches, batch_size):
     """`epoch_batches` (a function of the epoch that returns a dataset of
     batches) whose every tensor has the static leading size

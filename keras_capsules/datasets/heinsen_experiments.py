@@ -48,7 +48,14 @@ def smallnorb_example(features):
 
 def pad_and_crop(images, pad_pixels, seed=None):
     """Pads a batch of images by `pad_pixels` on every side with zeros and
-    crops each back to its size at a random place."""
+    crops each back to its size at a random place.
+
+    Examples:
+
+        >>> images = np.ones((2, 8, 8, 1), "float32")
+        >>> tuple(pad_and_crop(images, 2, seed=(0, 1)).shape)
+        (2, 8, 8, 1)
+    """
     shape = tf.shape(images)
     padded = tf.pad(
         images,
@@ -94,6 +101,12 @@ def load_heinsen_images(
         pad_pixels: int, pad-and-crop of training images; None for the
             dataset's default (16 for smallNORB, 0 otherwise).
         drop_remainder: bool, leave out a last partial batch.
+
+    Examples:
+
+        >>> data = load_heinsen_images("mnist", "test", batch_size=4, size=8)
+        >>> [tuple(labels.shape) for _, labels in data]  # one-hot
+        [(4, 10), (4, 10)]
     """
     _, num_classes, _, default_pad = dataset_info(name)
     pad_pixels = default_pad if pad_pixels is None else pad_pixels
@@ -127,7 +140,15 @@ def load_heinsen_image_epochs(
     alone (`callbacks.ResumableBackup.fit` takes it). smallNORB, read from
     TFDS record by record, keeps `load_heinsen_images`' shuffle, whose
     order a restarted run does not repeat. The arguments are
-    `load_heinsen_images`'."""
+    `load_heinsen_images`'.
+
+    Examples:
+
+        >>> epoch_batches = load_heinsen_image_epochs("mnist", batch_size=4,
+        ...                                           size=8)
+        >>> len(list(epoch_batches(0)))
+        2
+    """
     if name == "smallnorb":
         data = load_heinsen_images(
             name, "train", batch_size, size, seed, pad_pixels, drop_remainder
@@ -135,27 +156,17 @@ def load_heinsen_image_epochs(
         return lambda epoch: data
     _, num_classes, _, default_pad = dataset_info(name)
     pad_pixels = default_pad if pad_pixels is None else pad_pixels
-    shuffled = epoch_order.epoch_batches(
+
+    def prepare(batch, batch_seed):
+        images, labels = batch
+        if pad_pixels:
+            images = pad_and_crop(images, pad_pixels, batch_seed)
+        return images, tf.one_hot(labels, num_classes)
+
+    return epoch_order.prepared_epoch_batches(
         load_experiment_arrays(name, "train", size, seed),
         batch_size,
         seed,
-        drop_remainder,
+        prepare,
+        drop_remainder=drop_remainder,
     )
-
-    def epoch_batches(epoch):
-        data = shuffled(epoch)
-
-        def prepare(index, batch):
-            images, labels = batch
-            if pad_pixels:
-                images = pad_and_crop(
-                    images,
-                    pad_pixels,
-                    epoch_order.batch_seed(seed, epoch, index),
-                )
-            return images, tf.one_hot(labels, num_classes)
-
-        data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
-        return data.prefetch(tf.data.AUTOTUNE)
-
-    return epoch_batches

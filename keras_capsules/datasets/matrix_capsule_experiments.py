@@ -186,6 +186,14 @@ def load_matrix_capsule_data(
         seed: int, shuffling and augmentation seed.
         full_images: bool, smallNORB test images at 48x48 (for
             `test_crops`) instead of their centre crop.
+
+    Examples:
+
+        >>> data = load_matrix_capsule_data(
+        ...     "procedural_shapes", "test_novel", 4, viewpoints="rotation",
+        ...     size=8)
+        >>> [tuple(images.shape) for images, _ in data]
+        [(4, 28, 28, 1), (4, 28, 28, 1)]
     """
     _check_names(name, viewpoints)
     training = split == "train"
@@ -228,7 +236,15 @@ def load_matrix_capsule_epochs(
     `(seed, epoch)` alone (`callbacks.ResumableBackup.fit` takes it). The
     arguments are `load_matrix_capsule_data`'s, and `drop_remainder`
     leaves out a last partial batch; the training images are held in
-    memory (smallNORB's 24,300 at 48x48: 224 MB)."""
+    memory (smallNORB's 24,300 at 48x48: 224 MB).
+
+    Examples:
+
+        >>> epoch_batches = load_matrix_capsule_epochs(
+        ...     "procedural_shapes", 4, viewpoints="rotation", size=8)
+        >>> len(list(epoch_batches(0)))
+        2
+    """
     _check_names(name, viewpoints)
     shuffled = epoch_order.epoch_batches(
         _training_arrays(name, viewpoints, size, seed),

@@ -101,6 +101,14 @@ def render_shapes(labels, poses, image_size=28):
 
     Returns:
         float32 `(n, image_size, image_size, 1)` images in `[0, 1]`.
+
+    Examples:
+
+        >>> images = render_shapes(np.array([0, 1]), np.array([[0.0, 1.0, 0, 0],
+        ...                                                    [0.5, 0.8, 2,
+        ...                                                     -1]]))
+        >>> images.shape, float(images.max()) <= 1.0
+        ((2, 28, 28, 1), True)
     """
     labels = np.asarray(labels)
     poses = np.asarray(poses, np.float32)
@@ -173,6 +181,12 @@ def load_procedural_shapes(
         A dict with `"image"` float32 `(n, H, W, 1)` in `[0, 1]`, `"label"`
         int64 `(n,)` and `"pose"` float32 `(n, 4)` (rotation in radians,
         scale, shift x and y in pixels).
+
+    Examples:
+
+        >>> data = load_procedural_shapes("test_novel", num_examples=5)
+        >>> {name: value.shape for name, value in data.items()}
+        {'image': (5, 28, 28, 1), 'label': (5,), 'pose': (5, 4)}
     """
     if split not in _SPLITS:
         raise ValueError(

@@ -15,6 +15,13 @@ class PrincipalProjection:
         num_components: int, the number of directions `p`.
         center: bool, whether to subtract the training mean before
             projecting (principal component scores). Defaults to True.
+
+    Examples:
+
+        >>> inputs = np.random.default_rng(0).normal(size=(50, 6))
+        >>> projection = PrincipalProjection(num_components=2).fit(inputs)
+        >>> projection.transform(inputs).shape
+        (50, 2)
     """
 
     def __init__(self, num_components, center=True):

@@ -32,6 +32,12 @@ def parse_tree(text):
     Returns:
         A `Tree(label, children, word)`: leaves have a `word` and no
         children; inner nodes have children and `word` None.
+
+    Examples:
+
+        >>> tree = parse_tree("(3 (2 It) (4 (4 works) (2 .)))")
+        >>> tree.label, [child.label for child in tree.children]
+        (3, [2, 4])
     """
     tokens = text.replace("(", " ( ").replace(")", " ) ").split()
     if not tokens:
@@ -101,6 +107,15 @@ def load_sst(directory, split, task="sst5", all_phrases=False):
         task: `"sst5"` or `"sst2"`.
         all_phrases: bool; True gives every unique phrase (word sequence)
             of the split's trees, with its label, instead of the roots.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> with open(os.path.join(folder, "test.txt"), "w") as f:
+        ...     _ = f.write("(3 (2 It) (4 (4 works) (2 .)))")
+        >>> load_sst(folder, "test")
+        ([['It', 'works', '.']], [3])
     """
     if split not in SPLIT_FILES:
         raise ValueError(
@@ -131,7 +146,14 @@ def load_sst(directory, split, task="sst5", all_phrases=False):
 
 
 class Vocabulary:
-    """Lower-cased words to ids; 0 is padding and 1 any unknown word."""
+    """Lower-cased words to ids; 0 is padding and 1 any unknown word.
+
+    Examples:
+
+        >>> vocabulary = Vocabulary([["It", "works"], ["it", "fails"]])
+        >>> vocabulary.encode([["it", "works", "well"], ["fails"]]).tolist()
+        [[3, 4, 1], [2, 0, 0]]
+    """
 
     def __init__(self, sentences, min_count=1):
         counts = collections.Counter(
@@ -167,7 +189,16 @@ def sst_dataset(
     """A `tf.data.Dataset` of `(token ids (batch, n), one-hot labels)`,
     each batch padded to its longest sentence; with `static_shapes`
     (TPUs), every batch padded to the longest sentence of all and a last
-    partial batch left out, so that every batch has one static shape."""
+    partial batch left out, so that every batch has one static shape.
+
+    Examples:
+
+        >>> sentences = [["it", "works"], ["it", "fails", "badly"]]
+        >>> data = sst_dataset(sentences, [4, 0], Vocabulary(sentences),
+        ...                    num_classes=5, batch_size=2)
+        >>> [(tuple(ids.shape), tuple(labels.shape)) for ids, labels in data]
+        [((2, 3), (2, 5))]
+    """
     ids = [
         vocabulary.encode([sentence])[0] if sentence else np.zeros(1, np.int32)
         for sentence in sentences

@@ -19,6 +19,12 @@ def load_image_arrays(name, split, data_dir=None):
 
     Returns:
         `(images, labels)`: float32 `(n, H, W, C)` in `[0, 1]`, int64 `(n,)`.
+
+    Examples:
+
+        >>> images, labels = load_image_arrays("mnist", "test[:8]")
+        >>> images.shape, labels.shape, float(images.max()) <= 1.0
+        ((8, 28, 28, 1), (8,), True)
     """
     data = tfds.as_numpy(
         tfds.load(
@@ -53,6 +59,12 @@ def load_image_dataset(
     Returns:
         A `tf.data.Dataset` of float32 features in `[0, 1]` (before any
         projection) and int64 labels.
+
+    Examples:
+
+        >>> data = load_image_dataset("mnist", "test[:8]", batch_size=4)
+        >>> [tuple(features.shape) for features, _ in data]
+        [(4, 784), (4, 784)]
     """
     if projection is not None and not flatten:
         raise ValueError(

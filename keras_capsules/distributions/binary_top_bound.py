@@ -163,6 +163,22 @@ def binary_top_elbo(
         KL plus `log q(A^0) - log p(A^0)` at the pose draw); the
         template-layer draw `templates`, and the two layers' posteriors
         `template_posterior` and `top_posterior`.
+
+    Examples:
+
+        >>> from keras_capsules import distributions, layers
+        >>> decoder = layers.GenerativeCapsuleDecoder(2, 3)
+        >>> zeros = lambda *shape: np.zeros(shape, "float32")
+        >>> template_posterior = distributions.CapsulePosterior(
+        ...     zeros(4, 3), zeros(4, 3, 6), None, 1.0)
+        >>> terms = binary_top_elbo(
+        ...     decoder.generative_model(), zeros(4, 28, 28, 1),
+        ...     template_posterior,
+        ...     lambda templates: distributions.CapsulePosterior(
+        ...         zeros(4, 2), zeros(4, 2, 6), None, 1.0),
+        ...     seed=(0, 1))
+        >>> tuple(terms["elbo"].shape)
+        (4,)
     """
     template_seed, pose_seed, presence_seed = tfp.random.split_seed(seed, 3)
     templates, parent_view = elbo.template_draw(

@@ -56,6 +56,18 @@ class CapsuleConditional(CapsuleLayerDistribution):
     Batch shape: the broadcast of `parent_presences.shape[:-1]` and
     `pose_predictions.shape[:-3]`. Event shape
     `{"presence": (n_c,), "pose": (n_c, pose_dim)}`.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> conditional = model.template_conditional(top)  # this class
+        >>> tuple(conditional.log_prob(templates).shape)
+        (4,)
+        >>> tuple(conditional.selection_posterior(templates).shape)  # n_p + 1
+        (4, 3, 3)
     """
 
     def __init__(

@@ -29,6 +29,14 @@ class CapsuleLayerDistribution(tfd.Distribution):
     Subclasses set `_num_capsules`, `_pose_dim` and `_temperature` and
     implement `_batch_shape_tensor`, `_batch_shape`, `_log_prob` and
     `_sample_n`.
+
+    Examples:
+
+        >>> from keras_capsules.distributions import CapsulePrior
+        >>> prior = CapsulePrior(np.zeros(3, "float32"),
+        ...                      pose_dim=6)  # a subclass
+        >>> isinstance(prior, CapsuleLayerDistribution)
+        True
     """
 
     def __init__(self, temperature, parameters, name, dtype=tf.float32):

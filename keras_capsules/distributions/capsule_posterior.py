@@ -8,7 +8,7 @@ from keras_capsules.distributions import presences as presence_lib
 tfd = tfp.distributions
 
 
-class CapsulePosterior:
+class CapsulePosterior(presence_lib.KeyedByTemperature):
     """Mean-field `q(t, A)` of one layer: relaxed presences, delta or
     Gaussian poses.
 
@@ -26,6 +26,18 @@ class CapsulePosterior:
         pose_means: `(batch, n, pose_dim)`.
         pose_scales: None (delta poses) or `(batch, n, pose_dim)` > 0.
         temperature: Concrete temperature `T`.
+
+    Examples:
+
+        >>> posterior = CapsulePosterior(
+        ...     np.zeros((2, 3), "float32"), np.ones((2, 3, 6),
+        ...              "float32"), None,
+        ...     temperature=1.0)
+        >>> event = posterior.sample(seed=(0, 1))
+        >>> tuple(event["presence_logit"].shape), tuple(event["pose"].shape)
+        ((2, 3), (2, 3, 6))
+        >>> float(ops.max(posterior.mode()["pose"]))  # delta poses
+        1.0
     """
 
     def __init__(self, presence_logits, pose_means, pose_scales, temperature):
@@ -33,10 +45,6 @@ class CapsulePosterior:
         self.pose_means = pose_means
         self.pose_scales = pose_scales
         self.temperature = temperature
-
-    @property
-    def presence_key(self):
-        return presence_lib.presence_key(self.temperature)
 
     def sample(self, seed, rows=None):
         """A reparameterised draw, as an event dict of the layer.

@@ -32,6 +32,15 @@ class CapsulePrior(CapsuleLayerDistribution):
 
     Batch shape `presence_logits.shape[:-1]`; event shape
     `{"presence": (n,), "pose": (n, pose_dim)}`.
+
+    Examples:
+
+        >>> prior = CapsulePrior(np.zeros(3, "float32"), pose_dim=6)
+        >>> event = prior.sample(2, seed=(0, 1))
+        >>> tuple(event["presence"].shape), tuple(event["pose"].shape)
+        ((2, 3), (2, 3, 6))
+        >>> tuple(prior.log_prob(event).shape)
+        (2,)
     """
 
     def __init__(

@@ -53,6 +53,21 @@ def capsule_elbo(
         `template_kl`, `top_kl` (one-sample estimates of the KL terms);
         and the draws `templates` and `top` (event dicts), and the two
         layers' posteriors `template_posterior` and `top_posterior`.
+
+    Examples:
+
+        >>> from keras_capsules.distributions import CapsulePosterior
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> def posterior(count):  # delta poses at 0, presences of 1/2
+        ...     return CapsulePosterior(
+        ...         np.zeros((4, count), "float32"),
+        ...         np.zeros((4, count, 6), "float32"), None, temperature=1.0)
+        >>> terms = capsule_elbo(
+        ...     decoder.generative_model(), np.zeros((4, 28, 28, 1), "float32"),
+        ...     posterior(3), lambda templates: posterior(2), seed=(0, 1))
+        >>> tuple(terms["elbo"].shape), tuple(terms["top_kl"].shape)
+        ((4,), (4,))
     """
     template_seed, top_seed = tfp.random.split_seed(seed, 2)
     templates, parent_view = template_draw(

@@ -20,7 +20,7 @@ from keras_capsules.distributions.template_rendering import (
 )
 
 
-class GenerativeCapsuleModel:
+class GenerativeCapsuleModel(presence_lib.KeyedByTemperature):
     """The joint `p(t^0, A^0, t^1, A^1, X)`, selections summed out.
 
     Built from parameter tensors (a `GenerativeCapsuleDecoder` layer owns
@@ -43,6 +43,17 @@ class GenerativeCapsuleModel:
 
     `temperature` None gives the exact model with Bernoulli presences;
     a number gives its Concrete relaxation, on which the bound is trained.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, images = model.sample(4, seed=(0, 1)).values()
+        >>> tuple(images.shape)
+        (4, 28, 28, 1)
+        >>> tuple(model.log_joint(images, top, templates).shape)
+        (4,)
     """
 
     def __init__(
@@ -74,10 +85,6 @@ class GenerativeCapsuleModel:
         self.clutter_pose_scale = clutter_pose_scale
         self.off_pose_scale = off_pose_scale
         self.temperature = temperature
-
-    @property
-    def presence_key(self):
-        return presence_lib.presence_key(self.temperature)
 
     def top_prior(self):
         """`p(t^0, A^0)`: batch shape `()`, event `(n0,)` and `(n0, 6)`."""

@@ -45,6 +45,13 @@ def layer_information(presence_logits, pose_means):
         `information` (their sum), `pose_magnitude` (mean `|A|` over
         images, capsules and pose entries) and `presence_spread` (the std
         of `q(t_i = 1)` across images, averaged over capsules).
+
+    Examples:
+
+        >>> information = layer_information(np.zeros((4, 3), "float32"),
+        ...                                 np.zeros((4, 3, 6), "float32"))
+        >>> round(float(information["information"]), 4)  # alike images: none
+        0.0
     """
     logits = ops.cast(presence_logits, "float32")
     poses = ops.cast(pose_means, "float32")
@@ -93,6 +100,16 @@ def explained_by_parents(model, top, templates):
 
     Returns:
         A scalar.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> tuple(ops.shape(explained_by_parents(model, top,
+        ...       templates)))  # nats
+        ()
     """
     shared = {
         key: ops.broadcast_to(

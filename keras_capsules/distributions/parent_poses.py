@@ -47,6 +47,14 @@ def parent_pose_step(selection_weights, pose_offsets, child_poses):
 
     Returns:
         `(..., n_p, 6)` parent pose deviations `A_i`.
+
+    Examples:
+
+        >>> poses = parent_pose_step(np.ones((4, 2, 3), "float32"),
+        ...                          np.zeros((2, 3, 6), "float32"),
+        ...                          np.zeros((4, 3, 6), "float32"))
+        >>> tuple(poses.shape), float(ops.max(ops.abs(poses)))  # children at 0
+        ((4, 2, 6), 0.0)
     """
     offsets = pose_lib.affine_matrices(pose_offsets)  # (i, j, 3, 3)
     # The two free rows of each child's matrix: (..., j, 2, 3).
@@ -82,6 +90,15 @@ def refine_parent_poses(model, top, templates, num_steps):
 
     Returns:
         `(batch, n0, 6)` refined top-layer poses.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> tuple(refine_parent_poses(model, top, templates, num_steps=2).shape)
+        (4, 2, 6)
     """
     return refine_parent_poses_given(
         model,
@@ -102,6 +119,19 @@ def refine_parent_poses_given(
     `(..., n0, 6)` poses to start from, whose leading axes broadcast
     against the templates' batch shape. A parent of presence 0 gets
     weight 0 from every child, so its pose goes to the prior's mode, 0.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> present, start = np.ones((4, 2)), np.zeros((4, 2, 6))
+        >>> poses = refine_parent_poses_given(
+        ...     model, present.astype("float32"), start.astype("float32"),
+        ...     templates, num_steps=2)
+        >>> tuple(poses.shape)
+        (4, 2, 6)
     """
     parent_poses = start_poses
     for _ in range(num_steps):

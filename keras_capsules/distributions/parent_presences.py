@@ -40,6 +40,17 @@ def parent_presence_logits(model, presences, poses, templates):
 
     Returns:
         `(batch, n0)` logits of `q(t^0 = 1)`.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> logits = parent_presence_logits(
+        ...     model, np.full((4, 2), 0.5, "float32"), top["pose"], templates)
+        >>> tuple(logits.shape)
+        (4, 2)
     """
     num_parents = presences.shape[-1]
     # Presences with parent i switched on, then off: (batch, 2, i, n0).

@@ -23,7 +23,16 @@ POSE_DIM = 6
 
 
 def affine_matrices(poses):
-    """`(..., 6)` pose deviations -> `(..., 3, 3)` matrices `I + A`."""
+    """`(..., 6)` pose deviations -> `(..., 3, 3)` matrices `I + A`.
+
+    Examples:
+
+        >>> ops.convert_to_numpy(affine_matrices(np.zeros((1, 6),
+        ...                      "float32")))[0]
+        array([[1., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
     poses = tf.convert_to_tensor(poses)
     rows = tf.reshape(poses, tf.concat([tf.shape(poses)[:-1], [2, 3]], 0))
     bottom = tf.zeros_like(rows[..., :1, :])
@@ -31,7 +40,15 @@ def affine_matrices(poses):
 
 
 def pose_deviations(matrices):
-    """`(..., 3, 3)` affine matrices -> `(..., 6)` deviations `M - I`."""
+    """`(..., 3, 3)` affine matrices -> `(..., 6)` deviations `M - I`.
+
+    Examples:
+
+        >>> deviations = np.arange(6, dtype="float32")[None] / 10
+        >>> np.allclose(pose_deviations(affine_matrices(deviations)),
+        ...             deviations)
+        True
+    """
     top = matrices[..., :2, :] - tf.eye(2, 3, dtype=matrices.dtype)
     return tf.reshape(top, tf.concat([tf.shape(top)[:-2], [POSE_DIM]], 0))
 
@@ -45,6 +62,13 @@ def predict_child_poses(parent_poses, offsets):
 
     Returns:
         `(..., n_p, n_c, 6)`: `(I + A_i)(I + m_ij) - I`.
+
+    Examples:
+
+        >>> children = predict_child_poses(np.zeros((4, 2, 6), "float32"),
+        ...                                np.ones((2, 3, 6), "float32"))
+        >>> tuple(children.shape)  # a parent at 0 predicts the offsets
+        (4, 2, 3, 6)
     """
     parents = affine_matrices(parent_poses)  # (..., i, 3, 3)
     parts = affine_matrices(offsets)  # (i, j, 3, 3)

@@ -36,11 +36,26 @@ def presence_key(temperature):
     return "presence" if temperature is None else "presence_logit"
 
 
+class KeyedByTemperature:
+    """A mixin for objects with a `temperature` (None: binary presences):
+    the event key of their presences, `presence_key`."""
+
+    @property
+    def presence_key(self):
+        return presence_key(self.temperature)
+
+
 def relaxed_presence(probability_logits, temperature):
     """The Concrete relaxation of `Bern(sigmoid(probability_logits))`.
 
     Returns a `tfd.Logistic` over the relaxed presence logit `y`, with the
     batch shape of `probability_logits` and a scalar event.
+
+    Examples:
+
+        >>> presence = relaxed_presence(np.zeros(3, "float32"), temperature=1.0)
+        >>> tuple(presence.sample(seed=(0, 1)).shape)  # relaxed logits
+        (3,)
     """
     probability_logits = tf.convert_to_tensor(probability_logits)
     temperature = tf.convert_to_tensor(temperature, probability_logits.dtype)

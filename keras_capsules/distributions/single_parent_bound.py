@@ -59,6 +59,23 @@ def single_parent_elbo(
         `KL(q || p)`, poses at their deltas); the template-layer draw
         `templates`, and the two layers' posteriors `template_posterior`
         and `top_posterior`.
+
+    Examples:
+
+        >>> from keras_capsules import distributions, layers
+        >>> decoder = layers.GenerativeCapsuleDecoder(2, 3)
+        >>> images = np.zeros((4, 28, 28, 1), "float32")
+        >>> templates = distributions.CapsulePosterior(  # presences of 1/2
+        ...     np.zeros((4, 3), "float32"), np.zeros((4, 3, 6), "float32"),
+        ...     None, 1.0)
+        >>> def one_parent(events):  # either parent, with probability 1/2
+        ...     return distributions.SingleParentPosterior(
+        ...         np.log(np.full((4, 2), 0.5, "float32")),
+        ...         np.zeros((4, 2, 2, 6), "float32"), 1.0)
+        >>> terms = single_parent_elbo(decoder.generative_model(), images,
+        ...                            templates, one_parent, seed=(0, 1))
+        >>> bool(np.all(np.isfinite(terms["elbo"])))
+        True
     """
     template_seed, _, _ = tfp.random.split_seed(seed, 3)
     templates, parent_view = elbo.template_draw(

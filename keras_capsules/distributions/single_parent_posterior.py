@@ -23,7 +23,7 @@ from keras_capsules.distributions import presences as presence_lib
 CERTAIN_RELAXED_LOGIT = 30.0
 
 
-class SingleParentPosterior:
+class SingleParentPosterior(presence_lib.KeyedByTemperature):
     """`q(t^0, A^0)` over the events with one top capsule present.
 
     Args:
@@ -38,6 +38,16 @@ class SingleParentPosterior:
     posterior would be read (`GenerativeCapsuleAutoencoder.latents`,
     `distributions.layer_information`): the logits of the marginals
     `q(t^0_i = 1) = q(t^0 = e_i)`, and each parent's pose when present.
+
+    Examples:
+
+        >>> posterior = SingleParentPosterior(
+        ...     np.log(np.full((2, 3), 1 / 3, "float32")),
+        ...     np.zeros((2, 3, 3, 6), "float32"), temperature=None)
+        >>> marginals = ops.sigmoid(posterior.presence_logits)  # q(t_i = 1)
+        >>> np.round(ops.convert_to_numpy(marginals), 4)
+        array([[0.3333, 0.3333, 0.3333],
+           [0.3333, 0.3333, 0.3333]], dtype=float32)
     """
 
     def __init__(self, log_probabilities, parent_poses, temperature):
@@ -45,10 +55,6 @@ class SingleParentPosterior:
         self.parent_poses = parent_poses
         self.temperature = temperature
         self.pose_scales = None
-
-    @property
-    def presence_key(self):
-        return presence_lib.presence_key(self.temperature)
 
     @property
     def num_parents(self):

@@ -52,6 +52,17 @@ def parent_set_scores(model, presences, templates, num_pose_steps=3):
 
     Returns:
         `(...)` scores, in nats.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> scores = parent_set_scores(model, np.ones((4, 2), "float32"),
+        ...                            templates)
+        >>> tuple(scores.shape)
+        (4,)
     """
     if model.temperature is not None:
         raise ValueError(
@@ -83,6 +94,16 @@ def single_parent_scores(model, templates, num_pose_steps=3):
     Returns:
         `(single, every)`: `(batch, n0)` scores with only parent `i`
         present, and `(batch,)` scores with every parent present.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> single, every = single_parent_scores(model, templates)
+        >>> tuple(single.shape), tuple(every.shape)
+        ((4, 2), (4,))
     """
     num_parents = model.top_presence_logits.shape[-1]
     dtype = templates["pose"].dtype
@@ -130,6 +151,17 @@ def single_parent_choices(model, start_poses, templates, num_pose_steps):
         `(scores, poses)`: `(batch, n0)` scores in nats, and
         `(batch, n0, n0, 6)` the top poses with parent `i` alone present
         (row `i`; the other parents' poses there are 0).
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> start = np.zeros((4, 2, 6), "float32")  # top poses
+        >>> scores, poses = single_parent_choices(model, start, templates, 2)
+        >>> tuple(scores.shape), tuple(poses.shape)
+        ((4, 2), (4, 2, 2, 6))
     """
     alone = tf.eye(start_poses.shape[-2], dtype=start_poses.dtype)
     poses = alone[..., None] * start_poses[:, None]  # (batch, i, n0, 6)
@@ -146,7 +178,19 @@ def single_parent_terms(model, parent_poses, templates):
     """`(log_likelihoods, log_priors)`, `(batch, n0)` each: with parent
     `i` alone present at poses `parent_poses[:, i]` (`(batch, n0, n0,
     6)`), `log p(t^1, A^1 | e_i, A^0)` of the template-layer event
-    `templates` and `log p(t^0 = e_i) + log N(A^0; 0, I)`."""
+    `templates` and `log p(t^0 = e_i) + log N(A^0; 0, I)`.
+
+    Examples:
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(2, 3)  # 2 top, 3 templates
+        >>> model = decoder.generative_model(relaxed=False)  # binary presences
+        >>> top, templates, _ = model.sample(4, seed=(0, 1)).values()
+        >>> likelihoods, priors = single_parent_terms(
+        ...     model, np.zeros((4, 2, 2, 6), "float32"), templates)
+        >>> tuple(likelihoods.shape), tuple(priors.shape)
+        ((4, 2), (4, 2))
+    """
     presences = _alone(parent_poses)
     prior = CapsulePrior(model.top_presence_logits, POSE_DIM)
     log_likelihoods = model.template_conditional_given(
@@ -193,6 +237,14 @@ def balanced_assignments(scores, temperature, num_iterations=None):
 
     Returns:
         `(batch, n0)` log weights, every row's `logsumexp` 0.
+
+    Examples:
+
+        >>> scores = np.array([[0.0, -5.0], [0.0, -5.0]], "float32")
+        >>> weights = ops.exp(balanced_assignments(scores, temperature=1.0))
+        >>> np.round(ops.convert_to_numpy(ops.sum(weights, axis=0)),
+        ...          3)  # shares
+        array([1., 1.], dtype=float32)
     """
     if not temperature > 0:
         raise ValueError(

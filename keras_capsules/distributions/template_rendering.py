@@ -94,6 +94,13 @@ def warp_templates(templates, poses, image_size):
 
     Returns:
         `(batch, n, H, W, k)` warped templates, zero outside.
+
+    Examples:
+
+        >>> warped = warp_templates(np.ones((3, 5, 5, 2), "float32"),
+        ...                         np.zeros((2, 3, 6), "float32"), (12, 12))
+        >>> tuple(warped.shape)
+        (2, 3, 12, 12, 2)
     """
     templates = tf.convert_to_tensor(templates)
     dtype = templates.dtype
@@ -143,6 +150,15 @@ def alpha_composite(colours, alphas, presences):
 
     Returns:
         `(batch, H, W, C)`: `sum_j t_j a_j T_j prod_{k>j} (1 - t_k a_k)`.
+
+    Examples:
+
+        >>> colours = np.stack([np.full((1, 2, 2, 1), 0.2),
+        ...                     np.full((1, 2, 2, 1), 0.8)], axis=1)
+        >>> image = alpha_composite(colours, np.ones((1, 2, 2, 2, 1)),
+        ...                         np.ones((1, 2)))
+        >>> round(float(image[0, 0, 0, 0]), 4)  # the later layer on top
+        0.8
     """
     weights = tf.minimum(
         presences[:, :, None, None, None] * alphas, MAX_ALPHA
@@ -162,6 +178,15 @@ def render_templates(templates, alphas, presences, poses, image_size):
         presences: `(batch, n)` presences `t_j`.
         poses: `(batch, n, 6)` poses `A_j`.
         image_size: `(H, W)`.
+
+    Examples:
+
+        >>> image = render_templates(
+        ...     np.ones((3, 5, 5, 1), "float32"),
+        ...     np.ones((3, 5, 5, 1), "float32"), np.ones((2, 3), "float32"),
+        ...     np.zeros((2, 3, 6), "float32"), (12, 12))
+        >>> tuple(image.shape)
+        (2, 12, 12, 1)
     """
     warped = warp_templates(
         tf.concat([templates, alphas], axis=-1), poses, image_size
@@ -176,6 +201,16 @@ def template_image_likelihood(
 
     Returns a `tfd.Independent` with batch shape `(batch,)` and event
     shape `(H, W, C)`.
+
+    Examples:
+
+        >>> likelihood = template_image_likelihood(
+        ...     np.ones((3, 5, 5, 1), "float32"),
+        ...     np.ones((3, 5, 5, 1), "float32"), np.ones((2, 3), "float32"),
+        ...     np.zeros((2, 3, 6), "float32"), (12, 12), pixel_scale=0.2)
+        >>> tuple(likelihood.log_prob(np.zeros((2, 12, 12, 1),
+        ...       "float32")).shape)
+        (2,)
     """
     mean = render_templates(templates, alphas, presences, poses, image_size)
     return tfd.Independent(

@@ -26,6 +26,13 @@ class AttentivePooling(keras.layers.Layer):
 
     Returns:
         `(batch, n, d)`.
+
+    Examples:
+
+        >>> capsules = AttentivePooling(num_capsules=8, capsule_dim=4)(
+        ...     np.ones((2, 6, 6, 16)))
+        >>> tuple(capsules.shape)
+        (2, 8, 4)
     """
 
     def __init__(self, num_capsules, capsule_dim, **kwargs):

@@ -20,6 +20,11 @@ class CapsuleEmbedding(keras.layers.Layer):
 
     Returns:
         `(batch, n, d)`.
+
+    Examples:
+
+        >>> tuple(CapsuleEmbedding()(np.zeros((2, 5, 3))).shape)
+        (2, 5, 3)
     """
 
     def build(self, input_shape):

@@ -19,10 +19,10 @@ class CapsuleLength(keras.layers.Layer):
     Returns:
         `(batch, n)` lengths.
 
-    Example:
+    Examples:
 
-    >>> CapsuleLength()(np.array([[[3.0, 4.0]]])).numpy()
-    array([[5.]], dtype=float32)
+        >>> CapsuleLength()(np.array([[[3.0, 4.0]]])).numpy()
+        array([[5.]], dtype=float32)
     """
 
     def call(self, inputs):

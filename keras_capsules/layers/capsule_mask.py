@@ -29,6 +29,17 @@ class CapsuleMask(keras.layers.Layer):
 
     Returns:
         `(batch, n, d)`: the kept capsules, zeros elsewhere.
+
+    Examples:
+
+        >>> capsules = np.array([[[0.1, 0.0], [0.0, 0.9]]])
+        >>> ops.convert_to_numpy(CapsuleMask()(capsules))  # keeps the longest
+        array([[[0. , 0. ],
+            [0. , 0.9]]], dtype=float32)
+        >>> ops.convert_to_numpy(
+        ...     CapsuleMask()([capsules, np.array([0])], training=True))
+        array([[[0.1, 0. ],
+            [0. , 0. ]]], dtype=float32)
     """
 
     def __init__(self, always_use_labels=False, **kwargs):

@@ -47,12 +47,12 @@ class CapsuleRegression(keras.layers.Layer):
     Returns:
         `(batch, m)` class probabilities `P(y | x)` (or their logs).
 
-    Example:
+    Examples:
 
-    >>> model = keras.Sequential([keras.Input((6,))])
-    >>> model.add(CapsuleRegression(3, 2))
-    >>> model(np.zeros((4, 6))).shape
-    TensorShape([4, 3])
+        >>> model = keras.Sequential([keras.Input((6,))])
+        >>> model.add(CapsuleRegression(3, 2))
+        >>> model(np.zeros((4, 6))).shape
+        TensorShape([4, 3])
     """
 
     def __init__(

@@ -9,6 +9,12 @@ from keras_capsules.layers import contract, kernel_arguments, validation
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_votes import capsule_votes
 
+# What to do when the number of input capsules is unknown at build time,
+# in the families that name their shared-weights option `share_weights`.
+SHARE_WEIGHTS_HINT = (
+    " For a number of input capsules that varies, pass share_weights=True."
+)
+
 
 class CapsuleRouting(keras.layers.Layer):
     """The base of the routing layers; speaks the capsule contract.
@@ -54,6 +60,17 @@ class CapsuleRouting(keras.layers.Layer):
         kernel_initializer: initializer of `W`; None for the family's.
         kernel_regularizer: optional regularizer of `W`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+
+    Examples:
+
+        >>> from keras_capsules.layers import DynamicRouting
+        >>> routing = DynamicRouting(num_capsules=3,
+        ...                          capsule_dim=8)  # one family
+        >>> isinstance(routing, CapsuleRouting)
+        True
+        >>> logits, poses = routing([np.zeros((2, 6)), np.ones((2, 6, 1, 4))])
+        >>> tuple(logits.shape), tuple(poses.shape)
+        ((2, 3), (2, 3, 1, 8))
     """
 
     # What to do when the number of input capsules is unknown at build

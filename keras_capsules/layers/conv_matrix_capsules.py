@@ -50,11 +50,8 @@ class ConvMatrixCapsules(keras.layers.Layer):
         strides: int. Defaults to `1`.
         padding: `"valid"` (the paper) or `"same"`; `"same"` adds children
             of activation 0 around the grid. Defaults to `"valid"`.
-        routing: `EMRouting` settings (iterations, inverse temperatures,
-            how costs become activations), or the name of one of its
-            presets. Defaults to Procedure 1 as written, the `"paper"`
-            preset. The inverse temperatures are held in a non-trainable
-            weight that `callbacks.InverseTemperatureSchedule` may change.
+        routing: `EMRouting` settings or the name of one of its presets,
+            as for `MatrixCapsuleEMRouting`.
         kernel_initializer: initializer of `W`. Defaults to a truncated
             normal of standard deviation 0.5, which keeps votes at the scale
             of the poses.
@@ -72,13 +69,13 @@ class ConvMatrixCapsules(keras.layers.Layer):
         `(batch, H', W', C, 4, 4)` poses, `H' = (H - K) // strides + 1` for
         `"valid"`.
 
-    Example:
+    Examples:
 
-    >>> layer = ConvMatrixCapsules(4, kernel_size=3, strides=2)
-    >>> logits, poses = layer([np.zeros((2, 7, 7, 3)),
-    ...                        np.ones((2, 7, 7, 3, 4, 4))])
-    >>> poses.shape
-    TensorShape([2, 3, 3, 4, 4, 4])
+        >>> layer = ConvMatrixCapsules(4, kernel_size=3, strides=2)
+        >>> logits, poses = layer([np.zeros((2, 7, 7, 3)),
+        ...                        np.ones((2, 7, 7, 3, 4, 4))])
+        >>> poses.shape
+        TensorShape([2, 3, 3, 4, 4, 4])
     """
 
     def __init__(
@@ -99,8 +96,7 @@ class ConvMatrixCapsules(keras.layers.Layer):
         validation.check_positive_ints(
             self, ["num_capsule_types", "kernel_size", "strides"]
         )
-        validation.check_option(self, "padding", padding, ("valid", "same"))
-        self.padding = padding
+        validation.set_window(self, self.kernel_size, self.strides, padding)
         em_activation.set_routing(self, routing, self.num_capsule_types)
         kernel_arguments.set_kernel_arguments(
             self,

@@ -23,10 +23,10 @@ class CoordinateChannels(keras.layers.Layer):
         `(batch, H, W, C + 2)`: the inputs, then the row coordinate, then
         the column coordinate.
 
-    Example:
+    Examples:
 
-    >>> CoordinateChannels()(np.zeros((2, 28, 28, 1))).shape
-    TensorShape([2, 28, 28, 3])
+        >>> CoordinateChannels()(np.zeros((2, 28, 28, 1))).shape
+        TensorShape([2, 28, 28, 3])
     """
 
     def build(self, input_shape):

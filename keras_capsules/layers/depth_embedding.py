@@ -17,6 +17,11 @@ class DepthEmbedding(keras.layers.Layer):
 
     Returns:
         `(batch, n, l, m)`.
+
+    Examples:
+
+        >>> tuple(DepthEmbedding()(np.zeros((2, 7, 3, 4))).shape)
+        (2, 7, 3, 4)
     """
 
     def build(self, input_shape):

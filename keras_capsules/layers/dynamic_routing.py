@@ -3,8 +3,11 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import validation
-from keras_capsules.layers.capsule_routing import CapsuleRouting
+from keras_capsules.layers.capsule_routing import (
+    SHARE_WEIGHTS_HINT,
+    CapsuleRouting,
+)
+from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.dynamic_routing import dynamic_routing
 from keras_capsules.ops.squash import safe_norm, squashed_length_logit
 
@@ -38,10 +41,10 @@ class DynamicRouting(CapsuleRouting):
         num_iterations: int, routing iterations `r`. Defaults to `3`.
         share_weights: bool, one `W_j` for all input capsules. Defaults to
             `False` (a `W_ij` per input and output pair, as in CapsNet).
-        kernel_initializer: initializer of the kernel. Defaults to a normal
-            of standard deviation 0.1.
-        kernel_regularizer: optional regularizer of the kernel.
-        **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+        **kwargs: `kernel_initializer` (of the kernel; by default a normal
+            of standard deviation 0.1), `kernel_regularizer` (optional, of
+            the kernel) and base layer arguments (`name`, `dtype`,
+            `trainable`).
 
     Call arguments:
         inputs: `[logits, poses]`, `(batch, n_in)` and `(batch, n_in,
@@ -54,18 +57,16 @@ class DynamicRouting(CapsuleRouting):
         capsules' lengths and `(batch, n_out, d_cov, d_out)` capsules
         `v_j`, each of length < 1.
 
-    Example:
+    Examples:
 
-    >>> layer = DynamicRouting(num_capsules=10, capsule_dim=16)
-    >>> logits, capsules = layer([np.zeros((2, 1152)),
-    ...                           np.ones((2, 1152, 1, 8))])
-    >>> capsules.shape
-    TensorShape([2, 10, 1, 16])
+        >>> layer = DynamicRouting(num_capsules=10, capsule_dim=16)
+        >>> logits, capsules = layer([np.zeros((2, 1152)),
+        ...                           np.ones((2, 1152, 1, 8))])
+        >>> capsules.shape
+        TensorShape([2, 10, 1, 16])
     """
 
-    _SHARED_WEIGHTS_HINT = (
-        " For a number of input capsules that varies, pass share_weights=True."
-    )
+    _SHARED_WEIGHTS_HINT = SHARE_WEIGHTS_HINT
 
     def __init__(
         self,
@@ -73,19 +74,13 @@ class DynamicRouting(CapsuleRouting):
         capsule_dim,
         num_iterations=3,
         share_weights=False,
-        kernel_initializer=None,
-        kernel_regularizer=None,
         **kwargs,
     ):
-        super().__init__(
-            num_capsules,
-            capsule_dim,
-            kernel_initializer=kernel_initializer,
-            kernel_regularizer=kernel_regularizer,
-            **kwargs,
+        # kwargs: the kernel's arguments and the base layer's.
+        super().__init__(num_capsules, capsule_dim, **kwargs)
+        self.num_iterations = positive_int(
+            type(self).__name__, "num_iterations", num_iterations
         )
-        self.num_iterations = num_iterations
-        validation.check_positive_ints(self, ["num_iterations"])
         self.share_weights = bool(share_weights)
 
     @property

@@ -3,13 +3,12 @@ temperatures, and how a parent's cost becomes its activation. One frozen
 object, with the library's named presets."""
 
 import dataclasses
-import numbers
 
-from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.em_activation_cost import (
     VARIANCE_FLOOR,
     ActivationCost,
 )
+from keras_capsules.ops.settings import Settings
 
 # The paper fixes no final inverse temperature. Its cost
 # sum_h (beta_u + log sigma^h) sum_i R_ij grows with the number of
@@ -32,7 +31,7 @@ COST_NORMALIZATIONS = (
 
 
 @dataclasses.dataclass(frozen=True)
-class EMRouting:
+class EMRouting(Settings):
     """How an EM routing layer routes (Hinton, Sabour, Frosst 2018,
     Procedure 1). The defaults are Procedure 1 as written; `PRESETS`
     holds the library's named settings (`EMRouting.preset(name)`).
@@ -67,14 +66,17 @@ class EMRouting:
             its first, uniform assignment, so that no parent collapses
             onto a single child. Defaults to `0.0`.
 
-    Example:
+    Examples:
 
-    >>> settings = EMRouting(num_iterations=2, final_inverse_temperature=1.0)
-    >>> settings.inverse_temperatures
-    (0.5, 1.0)
-    >>> EMRouting.preset("standardized").num_iterations
-    2
+        >>> settings = EMRouting(num_iterations=2,
+        ...                      final_inverse_temperature=1.0)
+        >>> settings.inverse_temperatures
+        (0.5, 1.0)
+        >>> EMRouting.preset("standardized").num_iterations
+        2
     """
+
+    KIND = "EM routing"
 
     num_iterations: int = 3
     final_inverse_temperature: float = DEFAULT_FINAL_INVERSE_TEMPERATURE
@@ -85,28 +87,11 @@ class EMRouting:
     assignment_smoothing: float = 0.0
 
     def __post_init__(self):
-        object.__setattr__(
-            self,
-            "num_iterations",
-            positive_int("EMRouting", "num_iterations", self.num_iterations),
+        self._check_positive_ints("num_iterations")
+        self._check_options(
+            schedule=SCHEDULES, cost_normalization=COST_NORMALIZATIONS
         )
-        for name, options in (
-            ("schedule", SCHEDULES),
-            ("cost_normalization", COST_NORMALIZATIONS),
-        ):
-            if getattr(self, name) not in options:
-                raise ValueError(
-                    f"`EMRouting` expects `{name}` to be one of {options}. "
-                    f"Received: {name}={getattr(self, name)!r}."
-                )
-        final = self.final_inverse_temperature
-        if isinstance(final, bool) or not (
-            isinstance(final, numbers.Real) and final > 0
-        ):
-            raise ValueError(
-                "`EMRouting` expects `final_inverse_temperature` to be a "
-                f"number > 0. Received: {final!r}."
-            )
+        self._check_positive("final_inverse_temperature")
         self.cost(1).check("EMRouting")
 
     @property
@@ -124,10 +109,6 @@ class EMRouting:
         """Whether costs are standardised across the parent types."""
         return self.cost_normalization.endswith("standardize")
 
-    def replace(self, **changes):
-        """A copy with `changes` (any of the fields)."""
-        return dataclasses.replace(self, **changes)
-
     def cost(self, children_per_parent):
         """`ops.ActivationCost` of these settings for parents of
         `children_per_parent` children each."""
@@ -139,37 +120,6 @@ class EMRouting:
             standardize_costs=self.standardizes_costs,
             variance_floor=float(self.variance_floor),
             assignment_smoothing=float(self.assignment_smoothing),
-        )
-
-    def get_config(self):
-        """The settings as a dict of plain values."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def preset(cls, name):
-        """The named settings of `PRESETS`."""
-        if name not in PRESETS:
-            raise ValueError(
-                f"Unknown EM routing preset {name!r}. Expected one of "
-                f"{tuple(PRESETS)}, or an `EMRouting`."
-            )
-        return PRESETS[name]
-
-    @classmethod
-    def get(cls, value):
-        """`EMRouting` from an `EMRouting`, a preset's name, a config dict
-        or None (Procedure 1 as written, the `"paper"` preset)."""
-        if value is None:
-            return cls()
-        if isinstance(value, str):
-            return cls.preset(value)
-        if isinstance(value, dict):
-            return cls(**value)
-        if isinstance(value, cls):
-            return value
-        raise ValueError(
-            "Expected EM routing settings: an `EMRouting`, one of "
-            f"{tuple(PRESETS)} or a dict of its fields. Received: {value!r}."
         )
 
     @classmethod

@@ -24,12 +24,12 @@ class FlattenCapsules(keras.layers.Layer):
     Returns:
         `[logits, poses]` as a list of capsules.
 
-    Example:
+    Examples:
 
-    >>> logits, poses = FlattenCapsules()([np.zeros((2, 3, 3, 4)),
-    ...                                    np.zeros((2, 3, 3, 4, 4, 4))])
-    >>> poses.shape
-    TensorShape([2, 36, 4, 4])
+        >>> logits, poses = FlattenCapsules()([np.zeros((2, 3, 3, 4)),
+        ...                                    np.zeros((2, 3, 3, 4, 4, 4))])
+        >>> poses.shape
+        TensorShape([2, 36, 4, 4])
     """
 
     def __init__(self, **kwargs):

@@ -11,6 +11,16 @@ from keras_capsules.layers import validation
 # ones changed nothing the top layer learned (research/
 # generative_capsules_top_layer.md), so it is not a setting.
 CONCRETE_TEMPERATURE = 1.0
+# The decoder's sizes (integers >= 1) and its generative model's scales
+# (numbers > 0), by their argument names.
+SIZES = ("num_top_capsules", "num_template_capsules", "template_size")
+SCALES = (
+    "pixel_scale",
+    "min_pose_scale",
+    "clutter_affinity",
+    "clutter_pose_scale",
+    "off_pose_scale",
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -57,6 +67,15 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
 
     Returns:
         `(batch, H, W, C)` rendered images.
+
+    Examples:
+
+        >>> decoder = GenerativeCapsuleDecoder(num_top_capsules=4,
+        ...                                    num_template_capsules=4)
+        >>> presences, poses = np.ones((2, 4)), np.zeros((2, 4, 6))
+        >>> tuple(decoder([presences, poses]).shape)  # the rendered images
+        (2, 28, 28, 1)
+        >>> samples = decoder.generative_model().sample(3, seed=0)
     """
 
     def __init__(
@@ -88,17 +107,8 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
         # A fixed prior probability of a top object, set only by configs of
         # earlier releases (`from_config`); None learns it.
         self._fixed_top_presence_probability = None
-        validation.check_positive_ints(
-            self,
-            ["num_top_capsules", "num_template_capsules", "template_size"],
-        )
-        for name in (
-            "pixel_scale",
-            "min_pose_scale",
-            "clutter_affinity",
-            "clutter_pose_scale",
-            "off_pose_scale",
-        ):
+        validation.check_positive_ints(self, SIZES)
+        for name in SCALES:
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"`GenerativeCapsuleDecoder` expects `{name}` > 0. "
@@ -195,6 +205,8 @@ class GenerativeCapsuleDecoder(keras.layers.Layer):
             relaxed: Concrete presences at `temperature` (the model the
                 bound is trained on), or False for Bernoulli presences.
         """
+        if not self.built:  # Its weights do not depend on any input.
+            self.build()
         templates, alphas = self.templates()
         return distributions.GenerativeCapsuleModel(
             top_presence_logits=ops.cast(self.top_presence_logits, "float32"),

@@ -3,9 +3,12 @@
 import keras
 from keras import ops
 
-from keras_capsules.layers import validation
-from keras_capsules.layers.capsule_routing import CapsuleRouting
+from keras_capsules.layers.capsule_routing import (
+    SHARE_WEIGHTS_HINT,
+    CapsuleRouting,
+)
 from keras_capsules.layers.masks import combined_input_mask
+from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
 from keras_capsules.ops.heinsen_steps import DEFAULT_EPSILON, check_epsilon
@@ -51,13 +54,13 @@ class HeinsenRouting(CapsuleRouting):
             capsule for all input capsules. Defaults to `False`; always
             shared when `num_capsules` is None.
         tie_betas: bool, `beta_ign = beta_use`. Defaults to `False`.
-        kernel_initializer: initializer of `W` (and `A`). Defaults to a
-            normal of standard deviation `1 / d_in`.
-        kernel_regularizer: optional regularizer of `W` (and `A`).
         epsilon: positive float added to the use totals and the variances
             (see `ops.heinsen_routing`). Defaults to 1e-5, the author's
             code's value.
-        **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+        **kwargs: `kernel_initializer` (of `W` and `A`; by default a
+            normal of standard deviation `1 / d_in`), `kernel_regularizer`
+            (optional, of `W` and `A`) and base layer arguments (`name`,
+            `dtype`, `trainable`).
 
     Call arguments:
         inputs: `[scores, capsules]`: `(batch, n_in)` input scores
@@ -71,17 +74,16 @@ class HeinsenRouting(CapsuleRouting):
         n_out, d_cov, d_out)` means of the outputs' Gaussian models (their
         variances: `ops.heinsen_routing` on `votes`).
 
-    Example:
+    Examples:
 
-    >>> layer = HeinsenRouting(num_capsules=5, capsule_dim=4)
-    >>> scores, capsules = layer([np.zeros((2, 64)), np.ones((2, 64, 4, 4))])
-    >>> capsules.shape
-    TensorShape([2, 5, 4, 4])
+        >>> layer = HeinsenRouting(num_capsules=5, capsule_dim=4)
+        >>> scores, capsules = layer([np.zeros((2, 64)), np.ones((2, 64, 4,
+        ...                          4))])
+        >>> capsules.shape
+        TensorShape([2, 5, 4, 4])
     """
 
-    _SHARED_WEIGHTS_HINT = (
-        " For a number of input capsules that varies, pass share_weights=True."
-    )
+    _SHARED_WEIGHTS_HINT = SHARE_WEIGHTS_HINT
 
     def __init__(
         self,
@@ -91,19 +93,13 @@ class HeinsenRouting(CapsuleRouting):
         share_weights=False,
         tie_betas=False,
         epsilon=DEFAULT_EPSILON,
-        kernel_initializer=None,
-        kernel_regularizer=None,
         **kwargs,
     ):
-        super().__init__(
-            num_capsules,
-            capsule_dim,
-            kernel_initializer=kernel_initializer,
-            kernel_regularizer=kernel_regularizer,
-            **kwargs,
+        # kwargs: the kernel's arguments and the base layer's.
+        super().__init__(num_capsules, capsule_dim, **kwargs)
+        self.num_iterations = positive_int(
+            type(self).__name__, "num_iterations", num_iterations
         )
-        self.num_iterations = num_iterations
-        validation.check_positive_ints(self, ["num_iterations"])
         check_epsilon(self.name, epsilon)
         self.epsilon = float(epsilon)
         self.share_weights = bool(share_weights) or num_capsules is None

@@ -30,6 +30,12 @@ class InducedSetAttention(keras.layers.Layer):
 
     Returns:
         `(batch, n, dim)`.
+
+    Examples:
+
+        >>> layer = InducedSetAttention(num_inducing_points=4, num_heads=2)
+        >>> tuple(layer(np.ones((2, 10, 8))).shape)
+        (2, 10, 8)
     """
 
     def __init__(self, num_inducing_points=32, num_heads=4, **kwargs):

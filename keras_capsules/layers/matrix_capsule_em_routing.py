@@ -63,10 +63,10 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
             presets. Defaults to Procedure 1 as written, the `"paper"`
             preset. The inverse temperatures are held in a non-trainable
             weight that `callbacks.InverseTemperatureSchedule` may change.
-        kernel_initializer: initializer of `W`. Defaults to a truncated
-            normal of standard deviation 0.5.
-        kernel_regularizer: optional regularizer of `W`.
-        **kwargs: base layer arguments (`name`, `dtype`, `trainable`).
+        **kwargs: `kernel_initializer` (of `W`; by default a truncated
+            normal of standard deviation 0.5), `kernel_regularizer`
+            (optional, of `W`) and base layer arguments (`name`, `dtype`,
+            `trainable`).
 
     Call arguments:
         inputs: `[logits, poses]`, on a grid or as a list.
@@ -77,13 +77,13 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         `[logits, poses]`: `(batch, n_out)` activation logits and `(batch,
         n_out, d_cov, capsule_dim)` poses.
 
-    Example:
+    Examples:
 
-    >>> layer = MatrixCapsuleEMRouting(10, routing="standardized")
-    >>> logits, poses = layer([np.zeros((2, 3, 3, 8)),
-    ...                        np.ones((2, 3, 3, 8, 4, 4))])
-    >>> poses.shape
-    TensorShape([2, 10, 4, 4])
+        >>> layer = MatrixCapsuleEMRouting(10, routing="standardized")
+        >>> logits, poses = layer([np.zeros((2, 3, 3, 8)),
+        ...                        np.ones((2, 3, 3, 8, 4, 4))])
+        >>> poses.shape
+        TensorShape([2, 10, 4, 4])
     """
 
     _SHARED_WEIGHTS_HINT = (
@@ -98,17 +98,10 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         capsule_dim=4,
         coordinate_addition=True,
         routing=None,
-        kernel_initializer=None,
-        kernel_regularizer=None,
         **kwargs,
     ):
-        super().__init__(
-            num_capsules,
-            capsule_dim,
-            kernel_initializer=kernel_initializer,
-            kernel_regularizer=kernel_regularizer,
-            **kwargs,
-        )
+        # kwargs: the kernel's arguments and the base layer's.
+        super().__init__(num_capsules, capsule_dim, **kwargs)
         self.coordinate_addition = bool(coordinate_addition)
         em_activation.set_routing(self, routing, self.num_capsules)
 

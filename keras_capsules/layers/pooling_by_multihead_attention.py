@@ -24,6 +24,12 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
 
     Returns:
         `(batch, k, dim)`.
+
+    Examples:
+
+        >>> layer = PoolingByMultiheadAttention(num_seeds=3, num_heads=2)
+        >>> tuple(layer(np.ones((2, 10, 8))).shape)
+        (2, 3, 8)
     """
 
     def __init__(self, num_seeds=1, num_heads=4, **kwargs):

@@ -32,6 +32,12 @@ class PresenceScores(keras.layers.Layer):
     Returns:
         `(batch, n * repeats)` scores, with a Keras mask that is False where
         the weight is 0.
+
+    Examples:
+
+        >>> scores = PresenceScores()(np.array([[0.5, 1.0, 0.0]]))
+        >>> np.round(ops.convert_to_numpy(scores), 2)
+        array([[  0.  ,  13.8 , -13.82]], dtype=float32)
     """
 
     def __init__(self, repeats=1, **kwargs):

@@ -52,12 +52,12 @@ class PrimaryCapsules(keras.layers.Layer):
         `[logits, poses]`: `(batch, n)` logits of the capsules' lengths and
         `(batch, n, 1, capsule_dim)` capsules, each of length < 1.
 
-    Example:
+    Examples:
 
-    >>> layer = PrimaryCapsules(num_capsule_types=32, capsule_dim=8)
-    >>> logits, capsules = layer(np.zeros((2, 20, 20, 256)))
-    >>> capsules.shape
-    TensorShape([2, 1152, 1, 8])
+        >>> layer = PrimaryCapsules(num_capsule_types=32, capsule_dim=8)
+        >>> logits, capsules = layer(np.zeros((2, 20, 20, 256)))
+        >>> capsules.shape
+        TensorShape([2, 1152, 1, 8])
     """
 
     def __init__(
@@ -82,10 +82,7 @@ class PrimaryCapsules(keras.layers.Layer):
         validation.check_positive_ints(
             self, ["num_capsule_types", "capsule_dim"]
         )
-        validation.check_option(self, "padding", padding, ("valid", "same"))
-        self.kernel_size = kernel_size
-        self.strides = strides
-        self.padding = padding
+        validation.set_window(self, kernel_size, strides, padding)
         kernel_arguments.set_kernel_arguments(
             self, kernel_initializer, kernel_regularizer
         )

@@ -37,11 +37,11 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         `[logits, poses]`: `(batch, H', W', B)` activation logits and
         `(batch, H', W', B, 4, 4)` poses.
 
-    Example:
+    Examples:
 
-    >>> logits, poses = PrimaryMatrixCapsules(8)(np.zeros((2, 6, 6, 3)))
-    >>> poses.shape
-    TensorShape([2, 6, 6, 8, 4, 4])
+        >>> logits, poses = PrimaryMatrixCapsules(8)(np.zeros((2, 6, 6, 3)))
+        >>> poses.shape
+        TensorShape([2, 6, 6, 8, 4, 4])
     """
 
     def __init__(
@@ -58,10 +58,7 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_capsule_types = num_capsule_types
         validation.check_positive_ints(self, ["num_capsule_types"])
-        validation.check_option(self, "padding", padding, ("valid", "same"))
-        self.kernel_size = kernel_size
-        self.strides = strides
-        self.padding = padding
+        validation.set_window(self, kernel_size, strides, padding)
         kernel_arguments.set_kernel_arguments(
             self, kernel_initializer, kernel_regularizer
         )

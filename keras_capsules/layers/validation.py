@@ -23,12 +23,23 @@ def check_at_least(layer, name, minimum):
 
 def feature_shape(layer, input_shape):
     """Checks `(batch, p)` with known p and returns the shape as a tuple."""
+    return _known_last_axis(
+        layer,
+        input_shape,
+        "inputs of shape (batch, p) with known p",
+        "Flatten images first, e.g. with `keras.layers.Flatten()`.",
+    )
+
+
+def _known_last_axis(layer, input_shape, expected, hint):
+    """`input_shape` as a tuple if it has as many axes as `expected`
+    names (`"... (batch, H, W, C) ..."`) and a known last one."""
     input_shape = tuple(input_shape)
-    if len(input_shape) != 2 or input_shape[-1] is None:
+    rank = expected.count(",") + 1
+    if len(input_shape) != rank or input_shape[-1] is None:
         raise ValueError(
-            f"`{layer.name}` expects inputs of shape (batch, p) with known p. "
-            f"Received: {input_shape}. Flatten images first, e.g. with "
-            "`keras.layers.Flatten()`."
+            f"`{layer.name}` expects {expected}. Received: {input_shape}. "
+            f"{hint}"
         )
     return input_shape
 
@@ -56,14 +67,12 @@ def capsule_shape(layer, input_shape, allow_unknown_count=False):
 
 def image_shape(layer, input_shape):
     """Checks `(batch, H, W, C)` with known C and returns it as a tuple."""
-    input_shape = tuple(input_shape)
-    if len(input_shape) != 4 or input_shape[-1] is None:
-        raise ValueError(
-            f"`{layer.name}` expects feature maps of shape (batch, H, W, C) "
-            f"with known C (channels last). Received: {input_shape}. Add a "
-            "channel axis to grey images, e.g. `images[..., None]`."
-        )
-    return input_shape
+    return _known_last_axis(
+        layer,
+        input_shape,
+        "feature maps of shape (batch, H, W, C) with known C (channels last)",
+        "Add a channel axis to grey images, e.g. `images[..., None]`.",
+    )
 
 
 def check_option(layer, name, value, options):
@@ -73,6 +82,15 @@ def check_option(layer, name, value, options):
             f"`{type(layer).__name__}` expects `{name}` to be one of "
             f"{options}. Received: {name}={value!r}."
         )
+
+
+def set_window(layer, kernel_size, strides, padding):
+    """Sets a convolutional layer's `kernel_size`, `strides` and `padding`;
+    raises a ValueError unless `padding` is `"valid"` or `"same"`."""
+    check_option(layer, "padding", padding, ("valid", "same"))
+    layer.kernel_size = kernel_size
+    layer.strides = strides
+    layer.padding = padding
 
 
 def is_list_of_shapes(input_shape):

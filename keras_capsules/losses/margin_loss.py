@@ -1,14 +1,14 @@
 """`MarginLoss`: Keras loss around `ops.margin_loss` (Sabour et al. eq. 4)."""
 
 import keras
-from keras import ops
 
+from keras_capsules.losses.class_capsule_loss import ClassCapsuleLoss
 from keras_capsules.losses.class_targets import class_targets
 from keras_capsules.ops.margin_loss import margin_loss
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
-class MarginLoss(keras.losses.Loss):
+class MarginLoss(ClassCapsuleLoss):
     """CapsNet's margin loss on capsule lengths (Sabour et al., eq. 4).
 
     `y_true` holds class ids `(batch,)` or one-hot / multi-hot
@@ -26,12 +26,19 @@ class MarginLoss(keras.losses.Loss):
             below. Defaults to `0.1`.
         negative_weight: float `lambda`, the weight of absent classes.
             Defaults to `0.5`.
-        from_logits: bool, `y_pred` holds activation logits (the capsule
-            contract's, `activation = sigmoid(logit)`). Defaults to `False`.
-        reduction: how the per-example losses are reduced, as for any
-            `keras.losses.Loss`.
         name: the loss's name.
-        dtype: the dtype of the loss's computations.
+        **kwargs: `from_logits`, `reduction` and `dtype`, as for
+            `ClassCapsuleLoss`.
+
+    Examples:
+
+        >>> loss = MarginLoss()
+        >>> float(loss(np.array([0]), np.array([[0.95, 0.05]])))  # margins met
+        0.0
+        >>> round(float(MarginLoss(from_logits=True)(np.array([0]),
+        ...                                           np.array([[0.0,
+        ...                                                    0.0]]))), 4)
+        0.24
     """
 
     def __init__(
@@ -39,21 +46,16 @@ class MarginLoss(keras.losses.Loss):
         positive_margin=0.9,
         negative_margin=0.1,
         negative_weight=0.5,
-        reduction="sum_over_batch_size",
         name="margin_loss",
-        dtype=None,
-        from_logits=False,
+        **kwargs,
     ):
-        super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.from_logits = bool(from_logits)
+        super().__init__(name=name, **kwargs)
         self.positive_margin = float(positive_margin)
         self.negative_margin = float(negative_margin)
         self.negative_weight = float(negative_weight)
 
     def call(self, y_true, y_pred):
-        y_pred = ops.cast(y_pred, "float32")
-        if self.from_logits:
-            y_pred = ops.sigmoid(y_pred)
+        y_pred = self.activations(y_pred)
         targets = class_targets("MarginLoss", y_true, y_pred.shape[-1])
         return margin_loss(
             targets,
@@ -69,5 +71,4 @@ class MarginLoss(keras.losses.Loss):
             "positive_margin": self.positive_margin,
             "negative_margin": self.negative_margin,
             "negative_weight": self.negative_weight,
-            "from_logits": self.from_logits,
         }

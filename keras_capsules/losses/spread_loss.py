@@ -4,12 +4,13 @@ eq. 3)."""
 import keras
 from keras import ops
 
+from keras_capsules.losses.class_capsule_loss import ClassCapsuleLoss
 from keras_capsules.losses.class_targets import class_targets
 from keras_capsules.ops.spread_loss import spread_loss
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
-class SpreadLoss(keras.losses.Loss):
+class SpreadLoss(ClassCapsuleLoss):
     """The spread loss of matrix capsules (Hinton, Sabour, Frosst 2018).
 
     Penalises every wrong class whose activation comes closer than the
@@ -23,32 +24,30 @@ class SpreadLoss(keras.losses.Loss):
 
     Args:
         margin: float, the starting margin `m`. Defaults to `0.2`.
-        from_logits: bool, `y_pred` holds activation logits (the capsule
-            contract's, `activation = sigmoid(logit)`). Defaults to `False`.
-        reduction: how the per-example losses are reduced, as for any
-            `keras.losses.Loss`.
         name: the loss's name.
-        dtype: the dtype of the loss's computations.
+        **kwargs: `from_logits`, `reduction` and `dtype`, as for
+            `ClassCapsuleLoss`.
+
+    Examples:
+
+        >>> loss = SpreadLoss(margin=0.2)
+        >>> round(float(loss(np.array([0]), np.array([[0.9, 0.8, 0.1]]))), 4)
+        0.01
     """
 
     def __init__(
         self,
         margin=0.2,
-        reduction="sum_over_batch_size",
         name="spread_loss",
-        dtype=None,
-        from_logits=False,
+        **kwargs,
     ):
-        super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.from_logits = bool(from_logits)
+        super().__init__(name=name, **kwargs)
         self.margin = keras.Variable(
             float(margin), trainable=False, dtype="float32", name="margin"
         )
 
     def call(self, y_true, y_pred):
-        y_pred = ops.cast(y_pred, "float32")
-        if self.from_logits:
-            y_pred = ops.sigmoid(y_pred)
+        y_pred = self.activations(y_pred)
         targets = class_targets(
             "SpreadLoss", y_true, y_pred.shape[-1], multi_hot=False
         )
@@ -58,5 +57,4 @@ class SpreadLoss(keras.losses.Loss):
         return {
             **super().get_config(),
             "margin": float(ops.convert_to_numpy(self.margin)),
-            "from_logits": self.from_logits,
         }

@@ -11,6 +11,14 @@ class PresentClassesAccuracy(keras.metrics.MeanMetricWrapper):
 
     `y_true` holds multi-hot targets `(batch, n)` with k ones each;
     `y_pred` holds scores `(batch, n)` such as capsule lengths.
+
+    Examples:
+
+        >>> metric = PresentClassesAccuracy()
+        >>> metric.update_state(np.array([[1, 1, 0], [1, 1, 0]]),
+        ...                     np.array([[0.9, 0.8, 0.1], [0.9, 0.1, 0.8]]))
+        >>> float(metric.result())
+        0.5
     """
 
     def __init__(self, name="present_classes_accuracy", dtype=None):

@@ -36,6 +36,13 @@ class CapsNet(keras.Model):
             reconstruction loss's weight), the name of one of its presets
             (`"paper"`, `"small"`) or None for the paper's.
         **kwargs: base model arguments (`name`).
+
+    Examples:
+
+        >>> model = CapsNet((28, 28, 1), 10, config="small")
+        >>> tuple(model(np.zeros((2, 28, 28,
+        ...       1))).shape)  # class-capsule lengths
+        (2, 10)
     """
 
     def __init__(self, image_shape, num_classes, config=None, **kwargs):
@@ -221,12 +228,12 @@ class CapsNet(keras.Model):
 def capsnet(image_shape=(28, 28, 1), num_classes=10, config=None, **kwargs):
     """Returns a built `CapsNet`; the arguments are `CapsNet`'s.
 
-    Example:
+    Examples:
 
-    >>> model = capsnet((28, 28, 1), 10, config="small")
-    >>> model.compile(optimizer="adam", metrics=["accuracy"])
-    >>> model(np.zeros((2, 28, 28, 1))).shape
-    TensorShape([2, 10])
+        >>> model = capsnet((28, 28, 1), 10, config="small")
+        >>> model.compile(optimizer="adam", metrics=["accuracy"])
+        >>> model(np.zeros((2, 28, 28, 1))).shape
+        TensorShape([2, 10])
     """
     model = CapsNet(image_shape, num_classes, config, **kwargs)
     model.build((None, *model.image_shape))

@@ -4,12 +4,13 @@ named presets."""
 import dataclasses
 
 from keras_capsules.ops.arguments import positive_int
+from keras_capsules.ops.settings import Settings
 
 _CONVOLUTION_ALGORITHMS = ("auto", "direct", "spectral")
 
 
 @dataclasses.dataclass(frozen=True)
-class CapsNetConfig:
+class CapsNetConfig(Settings):
     """CapsNet's settings (Sabour, Frosst, Hinton 2017, sec. 4). The
     defaults are the paper's (`PRESETS["paper"]`, 8.2M weights at 28x28).
 
@@ -31,14 +32,16 @@ class CapsNetConfig:
         reconstruction_weight: float, the reconstruction loss's weight
             (0.0005); 0 trains without the decoder's loss.
 
-    Example:
+    Examples:
 
-    >>> small = CapsNetConfig.preset("small")
-    >>> small.conv_filters, small.primary_capsule_types
-    (64, 8)
-    >>> small.replace(num_iterations=2).num_iterations
-    2
+        >>> small = CapsNetConfig.preset("small")
+        >>> small.conv_filters, small.primary_capsule_types
+        (64, 8)
+        >>> small.replace(num_iterations=2).num_iterations
+        2
     """
+
+    KIND = "CapsNet"
 
     conv_filters: int = 256
     conv_kernel_size: int = 9
@@ -53,63 +56,25 @@ class CapsNetConfig:
     reconstruction_weight: float = 0.0005
 
     def __post_init__(self):
-        for field in dataclasses.fields(self):
-            if field.type is int:
-                value = getattr(self, field.name)
-                value = positive_int("CapsNetConfig", field.name, value)
-                object.__setattr__(self, field.name, value)
+        self._check_positive_ints(
+            *(f.name for f in dataclasses.fields(self) if f.type is int)
+        )
         units = tuple(
             positive_int("CapsNetConfig", "decoder_units", units)
             for units in self.decoder_units
         )
         object.__setattr__(self, "decoder_units", units)
-        if self.convolution_algorithm not in _CONVOLUTION_ALGORITHMS:
-            raise ValueError(
-                "`CapsNetConfig` expects `convolution_algorithm` to be one "
-                f"of {_CONVOLUTION_ALGORITHMS}. Received: "
-                f"{self.convolution_algorithm!r}."
-            )
+        self._check_options(convolution_algorithm=_CONVOLUTION_ALGORITHMS)
         if not float(self.reconstruction_weight) >= 0:
             raise ValueError(
                 "`CapsNetConfig` expects `reconstruction_weight` >= 0 (0: no "
                 f"decoder loss). Received: {self.reconstruction_weight!r}."
             )
 
-    def replace(self, **changes):
-        """A copy with `changes` (any of the fields)."""
-        return dataclasses.replace(self, **changes)
-
     def get_config(self):
         """The settings as a dict of plain values."""
         config = dataclasses.asdict(self)
         return {**config, "decoder_units": list(self.decoder_units)}
-
-    @classmethod
-    def preset(cls, name):
-        """The named settings of `PRESETS`."""
-        if name not in PRESETS:
-            raise ValueError(
-                f"Unknown CapsNet preset {name!r}. Expected one of "
-                f"{tuple(PRESETS)}, or a `CapsNetConfig`."
-            )
-        return PRESETS[name]
-
-    @classmethod
-    def get(cls, value):
-        """`CapsNetConfig` from a `CapsNetConfig`, a preset's name, a config
-        dict or None (the paper's)."""
-        if value is None:
-            return cls()
-        if isinstance(value, str):
-            return cls.preset(value)
-        if isinstance(value, dict):
-            return cls(**value)
-        if isinstance(value, cls):
-            return value
-        raise ValueError(
-            "Expected CapsNet settings: a `CapsNetConfig`, one of "
-            f"{tuple(PRESETS)} or a dict of its fields. Received: {value!r}."
-        )
 
 
 PRESETS = {

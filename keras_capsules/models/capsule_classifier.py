@@ -24,6 +24,12 @@ def default_backbone(image_shape, filters=(32, 64)):
     Args:
         image_shape: `(H, W, channels)`.
         filters: channels of the two convolutions.
+
+    Examples:
+
+        >>> backbone = default_backbone((28, 28, 1))
+        >>> tuple(backbone(np.zeros((2, 28, 28, 1))).shape)
+        (2, 7, 7, 64)
     """
     images = keras.Input(image_shape)
     features = images
@@ -116,6 +122,16 @@ def capsule_classifier(
         (class activations `sigmoid(logits)`); the routing layer is
         `model.get_layer("class_capsules")`, its output poses
         `model.get_layer("class_capsules").output[1]`.
+
+    Examples:
+
+        >>> model = capsule_classifier((28, 28, 1), 10, routing="dynamic")
+        >>> tuple(model(np.zeros((2, 28, 28, 1))).shape)  # class logits
+        (2, 10)
+        >>> from keras_capsules.layers import HeinsenRouting
+        >>> model = capsule_classifier(
+        ...     (28, 28, 1), 10, routing=HeinsenRouting(10, 4,
+        ...      num_iterations=2))
     """
     if isinstance(routing, str) and routing not in ROUTINGS:
         raise ValueError(
@@ -150,7 +166,15 @@ def classifier_loss(routing):
     margin loss for `"dynamic"` (Sabour et al.), the spread loss for
     `"em"` (Hinton et al.; raise its margin with
     `callbacks.SpreadLossMargin`), cross-entropy for `"heinsen"`,
-    `"regression"` and any other routing layer."""
+    `"regression"` and any other routing layer.
+
+    Examples:
+
+        >>> type(classifier_loss("em")).__name__
+        'SpreadLoss'
+        >>> type(classifier_loss("heinsen")).__name__
+        'SparseCategoricalCrossentropy'
+    """
     if routing == "dynamic":
         return losses.MarginLoss(from_logits=True)
     if routing == "em":

@@ -50,6 +50,15 @@ class GenerativeCapsuleAutoencoder(keras.Model):
     what the top layer's image-specific state adds to
     `log p(t^1, A^1 | t^0, A^0)`). The last five are computed over each
     batch and averaged over batches.
+
+    Examples:
+
+        >>> from keras_capsules.models import generative_capsule_autoencoder
+        >>> model = generative_capsule_autoencoder(
+        ...     (28, 28, 1), GenerativeCapsuleConfig(num_top_capsules=4))
+        >>> latents = model.encode(np.zeros((2, 28, 28, 1)))
+        >>> tuple(latents["top_poses"].shape)
+        (2, 4, 6)
     """
 
     def __init__(
@@ -101,26 +110,6 @@ class GenerativeCapsuleAutoencoder(keras.Model):
         self._config = config
 
     @property
-    def pose_posterior(self):
-        return self.config.pose_posterior
-
-    @property
-    def top_pose_refinement_steps(self):
-        return self.config.top_pose_refinement_steps
-
-    @property
-    def top_presence_refinement_steps(self):
-        return self.config.top_presence_refinement_steps
-
-    @property
-    def top_posterior_family(self):
-        return self.config.top_posterior_family
-
-    @property
-    def single_parent_balance_temperature(self):
-        return float(self.config.single_parent_balance_temperature)
-
-    @property
     def metrics(self):
         return [*super().metrics, *self.trackers.values()]
 
@@ -129,7 +118,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
     def posterior_from_parameters(self, parameters):
         """A `CapsulePosterior` from `(batch, n, p)` encoder outputs."""
         return posteriors.from_parameters(
-            parameters, self.pose_posterior, self.decoder.temperature
+            parameters, self.config.pose_posterior, self.decoder.temperature
         )
 
     def template_posterior(self, images, training=False):
@@ -199,7 +188,7 @@ class GenerativeCapsuleAutoencoder(keras.Model):
             top_posterior_fn,
             seed,
         )
-        if self.top_posterior_family == SINGLE_PARENT:
+        if self.config.top_posterior_family == SINGLE_PARENT:
             return distributions.single_parent_elbo(*arguments, **options)
         return distributions.capsule_elbo(*arguments, **options)
 

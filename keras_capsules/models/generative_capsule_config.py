@@ -5,7 +5,8 @@ layer. Named presets: `GenerativeCapsuleConfig.PRESETS`."""
 import dataclasses
 import numbers
 
-from keras_capsules.ops.arguments import positive_int
+from keras_capsules.layers import generative_capsule_decoder as decoder_layer
+from keras_capsules.ops.settings import Settings
 
 POSE_POSTERIORS = ("delta", "gaussian")
 # `top_posterior_family`: the paper's independent top capsules, or one
@@ -13,16 +14,6 @@ POSE_POSTERIORS = ("delta", "gaussian")
 MEAN_FIELD = "mean_field"
 SINGLE_PARENT = "single_parent"
 TOP_POSTERIOR_FAMILIES = (MEAN_FIELD, SINGLE_PARENT)
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not (
-        isinstance(value, numbers.Real) and value > 0
-    ):
-        raise ValueError(
-            f"`GenerativeCapsuleConfig` expects `{name}` > 0. Received: "
-            f"{name}={value!r}."
-        )
 
 
 def _steps(name, value):
@@ -35,6 +26,12 @@ def _steps(name, value):
         )
 
 
+# The fields that are `layers.GenerativeCapsuleDecoder` arguments.
+DECODER_FIELDS = (
+    *decoder_layer.SIZES,
+    *decoder_layer.SCALES,
+    "initial_pose_scale",
+)
 # The settings that model configs of earlier releases gave as separate
 # arguments.
 _FORMER_INFERENCE_FIELDS = (
@@ -59,7 +56,7 @@ _REMOVED_TRAINING_OPTIONS = (
 
 
 @dataclasses.dataclass(frozen=True)
-class GenerativeCapsuleConfig:
+class GenerativeCapsuleConfig(Settings):
     """The generative capsule autoencoder's settings (Smith, Schut, Gal,
     van der Wilk 2020). The defaults are the paper's configuration
     (section 4, supplementary B) with its amortised inference, the
@@ -103,12 +100,15 @@ class GenerativeCapsuleConfig:
             temperature in nats (`distributions.balanced_assignments`); 0
             trains on the exact posterior.
 
-    Example:
+    Examples:
 
-    >>> config = GenerativeCapsuleConfig(num_top_capsules=4)
-    >>> config.replace(top_pose_refinement_steps=3).top_pose_refinement_steps
-    3
+        >>> config = GenerativeCapsuleConfig(num_top_capsules=4)
+        >>> refined = config.replace(top_pose_refinement_steps=3)
+        >>> refined.top_pose_refinement_steps
+        3
     """
+
+    KIND = "generative capsule"
 
     num_top_capsules: int = 16
     num_template_capsules: int = 16
@@ -127,24 +127,8 @@ class GenerativeCapsuleConfig:
     single_parent_balance_temperature: float = 0.0
 
     def __post_init__(self):
-        for name in (
-            "num_top_capsules",
-            "num_template_capsules",
-            "template_size",
-            "template_channels",
-        ):
-            value = positive_int(
-                "GenerativeCapsuleConfig", name, getattr(self, name)
-            )
-            object.__setattr__(self, name, value)
-        for name in (
-            "pixel_scale",
-            "min_pose_scale",
-            "clutter_affinity",
-            "clutter_pose_scale",
-            "off_pose_scale",
-        ):
-            _positive(name, getattr(self, name))
+        self._check_positive_ints(*decoder_layer.SIZES, "template_channels")
+        self._check_positive(*decoder_layer.SCALES)
         if self.initial_pose_scale is not None and not (
             self.initial_pose_scale > self.min_pose_scale
         ):
@@ -158,18 +142,13 @@ class GenerativeCapsuleConfig:
             "top_presence_refinement_steps",
         ):
             _steps(name, getattr(self, name))
-        self._check_options()
+        self._check_inference()
 
-    def _check_options(self):
-        for name, options in (
-            ("pose_posterior", POSE_POSTERIORS),
-            ("top_posterior_family", TOP_POSTERIOR_FAMILIES),
-        ):
-            if getattr(self, name) not in options:
-                raise ValueError(
-                    f"`GenerativeCapsuleConfig` expects `{name}` in "
-                    f"{options}. Received: {getattr(self, name)!r}."
-                )
+    def _check_inference(self):
+        self._check_options(
+            pose_posterior=POSE_POSTERIORS,
+            top_posterior_family=TOP_POSTERIOR_FAMILIES,
+        )
         temperature = self.single_parent_balance_temperature
         if not temperature >= 0:
             raise ValueError(
@@ -202,18 +181,13 @@ class GenerativeCapsuleConfig:
     def of_decoder(cls, decoder, **inference):
         """The settings of a `layers.GenerativeCapsuleDecoder`'s sizes and
         scales, with `inference` fields (the paper's where not given)."""
-        return cls(
-            num_top_capsules=decoder.num_top_capsules,
-            num_template_capsules=decoder.num_template_capsules,
-            template_size=decoder.template_size,
-            pixel_scale=decoder.pixel_scale,
-            min_pose_scale=decoder.min_pose_scale,
-            initial_pose_scale=decoder.initial_pose_scale,
-            clutter_affinity=decoder.clutter_affinity,
-            clutter_pose_scale=decoder.clutter_pose_scale,
-            off_pose_scale=decoder.off_pose_scale,
-            **inference,
-        )
+        fields = {name: getattr(decoder, name) for name in DECODER_FIELDS}
+        return cls(**fields, **inference)
+
+    def decoder_arguments(self):
+        """The `layers.GenerativeCapsuleDecoder` arguments these settings
+        hold, a dict."""
+        return {name: getattr(self, name) for name in DECODER_FIELDS}
 
     @classmethod
     def from_former_config(cls, model_config, decoder):
@@ -229,42 +203,6 @@ class GenerativeCapsuleConfig:
         for name in _REMOVED_TRAINING_OPTIONS:
             model_config.pop(name, None)
         return cls.of_decoder(decoder, **inference)
-
-    def replace(self, **changes):
-        """A copy with `changes` (any of the fields)."""
-        return dataclasses.replace(self, **changes)
-
-    def get_config(self):
-        """The settings as a dict of plain values."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def preset(cls, name):
-        """The named settings of `PRESETS`."""
-        if name not in PRESETS:
-            raise ValueError(
-                f"Unknown generative capsule preset {name!r}. Expected one "
-                f"of {tuple(PRESETS)}, or a `GenerativeCapsuleConfig`."
-            )
-        return PRESETS[name]
-
-    @classmethod
-    def get(cls, value):
-        """The settings of a `GenerativeCapsuleConfig`, a preset's name, a
-        dict of its fields or None (the paper's)."""
-        if value is None:
-            return cls()
-        if isinstance(value, str):
-            return cls.preset(value)
-        if isinstance(value, dict):
-            return cls(**value)
-        if isinstance(value, cls):
-            return value
-        raise ValueError(
-            "Expected generative capsule settings: a "
-            "`GenerativeCapsuleConfig`, a preset's name or a dict of its "
-            f"fields. Received: {value!r}."
-        )
 
 
 # The paper's settings, and the ones whose results the generative capsules

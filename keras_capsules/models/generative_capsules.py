@@ -32,11 +32,11 @@ def template_encoder(
     supplementary B). Returns a functional model from images to
     `(batch, n1, posterior_size)` variational parameters.
 
-    Example:
+    Examples:
 
-    >>> encoder = template_encoder((28, 28, 1), num_template_capsules=4)
-    >>> encoder(np.zeros((2, 28, 28, 1))).shape
-    TensorShape([2, 4, 7])
+        >>> encoder = template_encoder((28, 28, 1), num_template_capsules=4)
+        >>> encoder(np.zeros((2, 28, 28, 1))).shape
+        TensorShape([2, 4, 7])
     """
     images = keras.Input(image_shape, name="images")
     x = images
@@ -77,12 +77,13 @@ def top_encoder(
     on its input (normalising its inputs did not change what the top
     layer learned: research/generative_capsules_top_layer.md).
 
-    Example:
+    Examples:
 
-    >>> encoder = top_encoder(4, 2, hidden_dim=8, num_blocks=1,
-    ...                       num_inducing_points=2, num_heads=1, code_dim=4)
-    >>> encoder(np.zeros((3, 4, 7))).shape
-    TensorShape([3, 2, 7])
+        >>> encoder = top_encoder(4, 2, hidden_dim=8, num_blocks=1,
+        ...                       num_inducing_points=2, num_heads=1,
+        ...                       code_dim=4)
+        >>> encoder(np.zeros((3, 4, 7))).shape
+        TensorShape([3, 2, 7])
     """
     capsules = keras.Input(
         (num_template_capsules, 1 + distributions.POSE_DIM), name="templates"
@@ -122,25 +123,16 @@ def generative_capsule_autoencoder(
             `"computed_presences_32"`) or None for the paper's.
         seed: int seed of the bound's Monte Carlo draws.
 
-    Example:
+    Examples:
 
-    >>> model = generative_capsule_autoencoder(
-    ...     (28, 28, 1), GenerativeCapsuleConfig(num_top_capsules=4))
-    >>> model(np.zeros((2, 28, 28, 1))).shape
-    TensorShape([2, 28, 28, 1])
+        >>> model = generative_capsule_autoencoder(
+        ...     (28, 28, 1), GenerativeCapsuleConfig(num_top_capsules=4))
+        >>> model(np.zeros((2, 28, 28, 1))).shape
+        TensorShape([2, 28, 28, 1])
     """
     config = GenerativeCapsuleConfig.get(config)
     decoder = capsule_layers.GenerativeCapsuleDecoder(
-        num_top_capsules=config.num_top_capsules,
-        num_template_capsules=config.num_template_capsules,
-        template_size=config.template_size,
-        image_shape=image_shape,
-        pixel_scale=config.pixel_scale,
-        min_pose_scale=config.min_pose_scale,
-        initial_pose_scale=config.initial_pose_scale,
-        clutter_affinity=config.clutter_affinity,
-        clutter_pose_scale=config.clutter_pose_scale,
-        off_pose_scale=config.off_pose_scale,
+        image_shape=image_shape, **config.decoder_arguments()
     )
     decoder.build()
     model = GenerativeCapsuleAutoencoder(

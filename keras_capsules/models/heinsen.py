@@ -94,6 +94,13 @@ def heinsen_image(
     Returns:
         A functional `keras.Model`: images `(batch, H, W, C)` to scores
         `(batch, num_classes)`.
+
+    Examples:
+
+        >>> model = heinsen_image((32, 32, 1), num_classes=5, filters=8,
+        ...                       num_parts=8)
+        >>> tuple(model(np.zeros((2, 32, 32, 1))).shape)
+        (2, 5)
     """
     for argument, value, options in (
         ("initialization", initialization, _INITIALIZATIONS),
@@ -197,6 +204,14 @@ def heinsen_sequence(
     Returns:
         A functional `keras.Model`: `[embeddings, presence]` (presence
         `(batch, n)` float weights) to scores `(batch, num_classes)`.
+
+    Examples:
+
+        >>> model = heinsen_sequence(embedding_dim=8, num_classes=5,
+        ...                          num_capsules=4)
+        >>> scores = model([np.zeros((2, 7, 8)), np.ones((2, 7))])
+        >>> tuple(scores.shape)
+        (2, 5)
     """
     if num_depths is None:
         embeddings = keras.Input((None, embedding_dim), name="embeddings")
@@ -233,7 +248,14 @@ def heinsen_sequence(
 def token_embedder(vocabulary_size, embedding_dim, name="token_embedder"):
     """Returns a model from token ids `(batch, n)` (0 = padding) to
     `[embeddings (batch, n, embedding_dim), presence (batch, n)]`, the
-    inputs of `heinsen_sequence` with trainable embeddings."""
+    inputs of `heinsen_sequence` with trainable embeddings.
+
+    Examples:
+
+        >>> embeddings, presence = token_embedder(100, 8)(np.array([[5, 9, 0]]))
+        >>> tuple(embeddings.shape), ops.convert_to_numpy(presence).tolist()
+        ((1, 3, 8), [[1.0, 1.0, 0.0]])
+    """
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
     embeddings = keras.layers.Embedding(
         vocabulary_size, embedding_dim, name="embedding"

@@ -58,11 +58,11 @@ def matrix_capsnet(
         activations in `[0, 1]`; the layers are named `conv1`,
         `primary_caps`, `conv_caps1`, `conv_caps2`, `class_capsules`.
 
-    Example:
+    Examples:
 
-    >>> model = matrix_capsnet(8, 4, 4, 4, num_classes=5, routing="paper")
-    >>> model(np.zeros((2, 32, 32, 1))).shape
-    TensorShape([2, 5])
+        >>> model = matrix_capsnet(8, 4, 4, 4, num_classes=5, routing="paper")
+        >>> model(np.zeros((2, 32, 32, 1))).shape
+        TensorShape([2, 5])
     """
     images = keras.Input(input_shape, name="images")
     features = keras.layers.Conv2D(
@@ -89,11 +89,11 @@ def small_matrix_capsnet(num_classes=10, input_shape=(32, 32, 1), **kwargs):
     """The paper's small model: `A = 64, B = 8, C = D = 16` (68K weights);
     the other arguments are `matrix_capsnet`'s.
 
-    Example:
+    Examples:
 
-    >>> model = small_matrix_capsnet(5, (28, 28, 1), routing="paper")
-    >>> model.get_layer("class_capsules").num_iterations
-    3
+        >>> model = small_matrix_capsnet(5, (28, 28, 1), routing="paper")
+        >>> model.get_layer("class_capsules").num_iterations
+        3
     """
     return matrix_capsnet(
         64,
@@ -111,7 +111,14 @@ def viewpoint_cnn(num_classes=10, input_shape=(32, 32, 1), name="cnn"):
     """The CNN baseline of the paper's novel-viewpoint experiment: 5x5
     convolutions of 32 and 64 channels (stride 1, each followed by 2x2 max
     pooling), 1024 ReLU units with dropout, and a softmax. Returns class
-    probabilities."""
+    probabilities.
+
+    Examples:
+
+        >>> cnn = viewpoint_cnn(num_classes=5)
+        >>> tuple(cnn(np.zeros((2, 32, 32, 1))).shape)
+        (2, 5)
+    """
     images = keras.Input(input_shape, name="images")
     x = keras.layers.Conv2D(32, 5, activation="relu", padding="same")(images)
     x = keras.layers.MaxPooling2D(2)(x)

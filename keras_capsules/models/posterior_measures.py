@@ -39,7 +39,16 @@ def training_measures(model, terms):
 def presence_information(posterior):
     """The information between the image and a layer's presences over
     a batch (`distributions.layer_information` of a `CapsulePosterior`),
-    in nats per image."""
+    in nats per image.
+
+    Examples:
+
+        >>> from keras_capsules.distributions import CapsulePosterior
+        >>> posterior = CapsulePosterior(
+        ...     np.zeros((2, 4)), np.zeros((2, 4, 6)), None, 1.0)
+        >>> round(float(presence_information(posterior)), 4)  # alike: none
+        0.0
+    """
     return distributions.layer_information(
         posterior.presence_logits, posterior.pose_means
     )["presence_information"]
@@ -47,7 +56,16 @@ def presence_information(posterior):
 
 def expected_presence_count(posterior):
     """`(batch,)` expected number of present capsules, `sum_j q(t_j = 1)`,
-    of a `CapsulePosterior`."""
+    of a `CapsulePosterior`.
+
+    Examples:
+
+        >>> from keras_capsules.distributions import CapsulePosterior
+        >>> posterior = CapsulePosterior(
+        ...     np.zeros((2, 4)), np.zeros((2, 4, 6)), None, 1.0)
+        >>> ops.convert_to_numpy(expected_presence_count(posterior))  # 4 x 1/2
+        array([2., 2.])
+    """
     return ops.sum(ops.sigmoid(posterior.presence_logits), axis=-1)
 
 
@@ -61,6 +79,13 @@ def selection_information(selection_posterior):
     Args:
         selection_posterior: `(batch, n_p + 1, n_c)`, from
             `CapsuleConditional.selection_posterior`.
+
+    Examples:
+
+        >>> first, second = np.eye(3)[[0, 0]].T, np.eye(3)[[1, 1]].T
+        >>> posterior = np.stack([first, second])  # each image one parent
+        >>> round(float(selection_information(posterior)), 4)  # log 2
+        0.6931
     """
     shares = ops.mean(ops.cast(selection_posterior, "float32"), axis=-1)
 
@@ -73,7 +98,16 @@ def selection_information(selection_posterior):
 def top_layer_features(latents):
     """Probe features of `encode`'s latents (Smith et al., Table 1):
     `{"t0": (batch, n0) presence logits, "t0_A0": (batch, n0 * 7) those and
-    the flattened poses}`, as NumPy arrays."""
+    the flattened poses}`, as NumPy arrays.
+
+    Examples:
+
+        >>> features = top_layer_features(
+        ...     {"top_presence_logits": np.zeros((2, 4)),
+        ...      "top_poses": np.zeros((2, 4, 6))})
+        >>> {name: value.shape for name, value in features.items()}
+        {'t0': (2, 4), 't0_A0': (2, 28)}
+    """
     presences = np.asarray(latents["top_presence_logits"])
     poses = np.asarray(latents["top_poses"]).reshape(len(presences), -1)
     return {"t0": presences, "t0_A0": np.concatenate([presences, poses], 1)}

@@ -24,6 +24,13 @@ class VariationalAutoencoder(keras.Model):
     `encode(images)` returns `(mean, std)` of `q(z | x)`, each
     `(batch, latent_dim)`: the probe's features. Metric `loss` is the
     negative bound per image in nats.
+
+    Examples:
+
+        >>> vae = VariationalAutoencoder((28, 28, 1), latent_dim=2)
+        >>> mean, std = vae.encode(np.zeros((3, 28, 28, 1)))
+        >>> tuple(mean.shape), tuple(std.shape)
+        ((3, 2), (3, 2))
     """
 
     def __init__(

@@ -22,6 +22,18 @@ def positive_int(owner, name, value):
     return int(value)
 
 
+def positive_number(owner, name, value):
+    """Raises a ValueError that names `owner`'s argument `name` unless
+    `value` is a real number > 0 (not a bool)."""
+    if isinstance(value, bool) or not (
+        isinstance(value, numbers.Real) and value > 0
+    ):
+        raise ValueError(
+            f"`{owner}` expects `{name}` to be a number > 0. Received: "
+            f"{value!r}."
+        )
+
+
 def check_num_iterations(op_name, num_iterations):
     """Raises a ValueError unless `num_iterations` is an integer >= 1."""
     if not is_integer(num_iterations) or num_iterations < 1:
@@ -66,6 +78,16 @@ def routing_tensor(op_name, name, value):
             f"{tuple(tensor.shape)}."
         )
     return tensor, dtype
+
+
+def check_rank(op_name, name, tensor, layout):
+    """Raises a ValueError unless `tensor` has one axis per name of
+    `layout`, e.g. `"(batch, n_in, n_out, h)"`."""
+    if len(tensor.shape) != layout.count(",") + 1:
+        raise ValueError(
+            f"`{op_name}` expects {name} of shape {layout}. Received shape "
+            f"{tuple(tensor.shape)}."
+        )
 
 
 def check_shape(op_name, name, value, *expected):

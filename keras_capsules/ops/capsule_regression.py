@@ -37,6 +37,13 @@ def capsule_regression_probabilities(means):
     Returns:
         `(..., m)` probabilities summing to 1 over the last axis. A zero input
         gives the uniform distribution.
+
+    Examples:
+
+        >>> means = np.zeros((1, 3, 2))  # no evidence: every class alike
+        >>> np.round(ops.convert_to_numpy(
+        ...     capsule_regression_probabilities(means)), 4)
+        array([[0.3333, 0.3333, 0.3333]])
     """
     means = _as_float(means)
     m, d = _capsule_counts(means)
@@ -62,6 +69,13 @@ def capsule_regression_posterior_means(means, labels):
 
     Returns:
         `(..., m, d)`: the posterior mean of every capsule given the label.
+
+    Examples:
+
+        >>> means = np.ones((1, 3, 2))
+        >>> tuple(capsule_regression_posterior_means(means,
+        ...       np.array([1])).shape)
+        (1, 3, 2)
     """
     means = _as_float(means)
     return posterior_scales(means, labels)[..., None] * means

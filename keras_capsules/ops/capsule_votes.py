@@ -33,6 +33,15 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
 
     Returns:
         `(batch, n_in, n_out, d_cov, d_out)` votes.
+
+    Examples:
+
+        >>> poses = np.ones((2, 6, 4, 4), "float32")
+        >>> kernel = np.ones((6, 3, 4, 4), "float32")
+        >>> tuple(capsule_votes(poses, kernel).shape)
+        (2, 6, 3, 4, 4)
+        >>> tuple(capsule_votes(poses, kernel[0], shared=True).shape)
+        (2, 6, 3, 4, 4)
     """
     poses = ops.convert_to_tensor(poses)
     kernel = ops.cast(kernel, poses.dtype)
@@ -152,6 +161,13 @@ def conv_capsule_votes(patches, kernel):
 
     Returns:
         `(batch, H', W', C, K, K, B, d_cov, d_out)` votes.
+
+    Examples:
+
+        >>> patches = np.ones((2, 3, 3, 3, 3, 8, 4, 4), "float32")
+        >>> kernel = np.ones((3, 3, 8, 5, 4, 4), "float32")
+        >>> tuple(conv_capsule_votes(patches, kernel).shape)
+        (2, 3, 3, 5, 3, 3, 8, 4, 4)
     """
     patches, kernel = _conv_arguments("conv_capsule_votes", patches, kernel)
     batch = ops.shape(patches)[0]
@@ -188,6 +204,14 @@ def conv_capsule_vote_means(patches, kernel, weights):
 
     Returns:
         `(batch, H', W', C, d_cov, d_out)` means.
+
+    Examples:
+
+        >>> patches = np.ones((2, 3, 3, 3, 3, 8, 4, 4), "float32")
+        >>> kernel = np.ones((3, 3, 8, 5, 4, 4), "float32")
+        >>> weights = np.ones((2, 3, 3, 3, 3, 8), "float32")
+        >>> tuple(conv_capsule_vote_means(patches, kernel, weights).shape)
+        (2, 3, 3, 5, 4, 4)
     """
     patches, kernel = _conv_arguments(
         "conv_capsule_vote_means", patches, kernel

@@ -100,6 +100,16 @@ def conv_em_routing(
     Returns:
         `(activations, means, variances)`: `(batch, H', W', C)` activations
         in `[0, 1]` and `(batch, H', W', C, h)` means and variances.
+
+    Examples:
+
+        >>> votes = np.random.default_rng(0).normal(size=(2, 3, 3, 3, 3, 4, 5,
+        ...                               16))
+        >>> activations, means, variances = conv_em_routing(
+        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5), [1.0,
+        ...                    2.0])
+        >>> tuple(activations.shape), tuple(means.shape)
+        ((2, 3, 3, 5), (2, 3, 3, 5, 16))
     """
     votes, output_dtype = routing_tensor("conv_em_routing", "votes", votes)
     activations = ops.convert_to_tensor(activations)
@@ -147,6 +157,17 @@ def conv_em_routing_by_parent(
     over them; `capsule_votes.conv_capsule_vote_means` forms it from the
     patches and the kernel instead. The results do not depend on it
     beyond rounding.
+
+    Examples:
+
+        >>> votes = np.random.default_rng(0).normal(size=(2, 3, 3, 5, 3, 3, 4,
+        ...                               16))
+        >>> logits, means, variances = conv_em_routing_by_parent(
+        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5), [1.0,
+        ...                    2.0],
+        ...     return_logits=True)
+        >>> tuple(logits.shape), tuple(variances.shape)
+        ((2, 3, 3, 5), (2, 3, 3, 5, 16))
     """
     votes, output_dtype = routing_tensor(
         "conv_em_routing_by_parent", "votes", votes

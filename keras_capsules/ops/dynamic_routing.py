@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_capsules.ops.arguments import (
     check_num_iterations,
+    check_rank,
     check_shape,
     routing_tensor,
 )
@@ -41,13 +42,19 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
     Returns:
         `(batch, n_out, d_out)` output capsules `v`, each of length < 1, in
         the votes' dtype.
+
+    Examples:
+
+        >>> votes = np.random.default_rng(0).normal(size=(2, 32, 10, 16))
+        >>> capsules = dynamic_routing(votes, num_iterations=3)
+        >>> tuple(capsules.shape)
+        (2, 10, 16)
+        >>> bool(ops.all(ops.norm(capsules, axis=-1) < 1))
+        True
     """
     votes, dtype = routing_tensor("dynamic_routing", "votes", votes)
-    if len(votes.shape) != 4:
-        raise ValueError(
-            "`dynamic_routing` expects votes of shape (batch, n_in, n_out, "
-            f"d_out). Received shape {tuple(votes.shape)}."
-        )
+    layout = "(batch, n_in, n_out, d_out)"
+    check_rank("dynamic_routing", "votes", votes, layout)
     check_num_iterations("dynamic_routing", num_iterations)
     # Route with votes laid out (b, j, i, h): eqs. 2 and the agreement are
     # then batched matrix-vector products over contiguous memory (2-3x

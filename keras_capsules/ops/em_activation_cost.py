@@ -5,6 +5,8 @@ changes public implementations made to it."""
 import dataclasses
 import numbers
 
+from keras_capsules.ops.arguments import positive_number
+
 # Added to every variance sigma^2 by default: identical votes (zero
 # variance) keep a finite log-density and cost. Far below the variance of
 # routed votes, so results agree with the exact formulas to float32
@@ -48,6 +50,13 @@ class ActivationCost:
       then have a density that grows as the variance falls to the floor,
       and claim the child completely in the next E-step;
       research/matrix_capsules.md). `0` is Procedure 1.
+
+    Examples:
+
+        >>> ActivationCost()  # Procedure 1 as written
+        ActivationCost(activation_bias_gain=1.0, cost_scale=1.0, ...)
+        >>> ActivationCost(standardize_costs=True).standardize_costs
+        True
     """
 
     activation_bias_gain: float = 1.0
@@ -61,14 +70,7 @@ class ActivationCost:
         """Returns self; raises a ValueError naming `op_name` for a value
         out of range."""
         for name in ("activation_bias_gain", "cost_scale", "variance_floor"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (
-                isinstance(value, numbers.Real) and value > 0
-            ):
-                raise ValueError(
-                    f"`{op_name}` expects `{name}` to be a number > 0. "
-                    f"Received: {value!r}."
-                )
+            positive_number(op_name, name, getattr(self, name))
         smoothing = self.assignment_smoothing
         if isinstance(smoothing, bool) or not (
             isinstance(smoothing, numbers.Real) and 0 <= smoothing < 1

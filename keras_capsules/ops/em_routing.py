@@ -2,23 +2,15 @@
 
 from keras import ops
 
-from keras_capsules.ops.arguments import routing_tensor
+from keras_capsules.ops.arguments import check_rank, routing_tensor
 from keras_capsules.ops.em_activation_cost import ActivationCost
 from keras_capsules.ops.em_routing_inputs import routing_inputs
 from keras_capsules.ops.em_steps import em_routing_on_patches
 
 
 def _check(votes, activations):
-    if len(votes.shape) != 4:
-        raise ValueError(
-            "`em_routing` expects votes of shape (batch, n_in, n_out, h). "
-            f"Received shape {tuple(votes.shape)}."
-        )
-    if len(activations.shape) != 2:
-        raise ValueError(
-            "`em_routing` expects activations of shape (batch, n_in). "
-            f"Received shape {tuple(activations.shape)}."
-        )
+    check_rank("em_routing", "votes", votes, "(batch, n_in, n_out, h)")
+    check_rank("em_routing", "activations", activations, "(batch, n_in)")
 
 
 def _dense_routing(
@@ -81,7 +73,16 @@ def em_routing_trace(
     """Runs `em_routing` and returns, for each iteration, its assignments
     `R_ij` `(batch, n_in, n_out)` and means `(batch, n_out, h)`: what the
     paper's Fig. 2 plots (vote distances to the means, weighted by `R`).
-    The arguments are `em_routing`'s."""
+    The arguments are `em_routing`'s.
+
+    Examples:
+
+        >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 16))
+        >>> trace = em_routing_trace(
+        ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3), [1.0, 2.0])
+        >>> [(tuple(r.shape), tuple(m.shape)) for r, m in trace]
+        [((2, 6, 3), (2, 3, 16)), ((2, 6, 3), (2, 3, 16))]
+    """
     trace = []
     _dense_routing(
         votes,
@@ -161,13 +162,14 @@ def em_routing(
         `[0, 1]` (or their logits) and `(batch, n_out, h)` means and
         variances.
 
-    Example:
+    Examples:
 
-    >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 16))
-    >>> activations, means, variances = em_routing(
-    ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3), [1.0, 2.0, 3.0])
-    >>> means.shape
-    TensorShape([2, 3, 16])
+        >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 16))
+        >>> activations, means, variances = em_routing(
+        ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3), [1.0, 2.0,
+        ...                    3.0])
+        >>> means.shape
+        TensorShape([2, 3, 16])
     """
     return _dense_routing(
         votes,

@@ -4,36 +4,22 @@ import math
 
 from keras import ops
 
+from keras_capsules.ops import heinsen_steps as steps
 from keras_capsules.ops.arguments import (
     check_broadcastable,
     check_num_iterations,
+    check_rank,
     check_shape,
     routing_tensor,
 )
 from keras_capsules.ops.compilation import compiled_by_xla, written_once
-from keras_capsules.ops.heinsen_steps import (
-    DEFAULT_EPSILON,
-    check_epsilon,
-    first_responsibility,
-    input_presence,
-    output_presence,
-    responsibility,
-    shares_and_scores,
-)
 from keras_capsules.ops.small_matmul import small_matmul
 
 
 def _check(scores, votes, num_iterations):
-    if len(votes.shape) != 5:
-        raise ValueError(
-            "`heinsen_routing` expects votes of shape (batch, n_in, n_out, "
-            f"d_cov, d_out). Received shape {tuple(votes.shape)}."
-        )
-    if len(scores.shape) != 2:
-        raise ValueError(
-            "`heinsen_routing` expects scores of shape (batch, n_in). "
-            f"Received shape {tuple(scores.shape)}."
-        )
+    layout = "(batch, n_in, n_out, d_cov, d_out)"
+    check_rank("heinsen_routing", "votes", votes, layout)
+    check_rank("heinsen_routing", "scores", scores, "(batch, n_in)")
     check_shape("heinsen_routing", "scores", scores, tuple(votes.shape)[:2])
     check_num_iterations("heinsen_routing", num_iterations)
 
@@ -46,7 +32,7 @@ def heinsen_routing(
     num_iterations=3,
     mask=None,
     output_mask=None,
-    epsilon=DEFAULT_EPSILON,
+    epsilon=steps.DEFAULT_EPSILON,
 ):
     """Routes votes with E-, D- and M-steps (Heinsen 2019, Algorithm 1).
 
@@ -55,7 +41,7 @@ def heinsen_routing(
     a_inp[i]           scores             (batch, n_in), logits
     V[i, j, c, h]      votes              (batch, n_in, n_out, d_cov, d_out)
     beta_use, _ign     beta_use, beta_ign (n_in, n_out) or (n_out,)
-    R[i, j]            responsibility     (batch, n_in, n_out)
+    R[i, j]            steps.responsibility     (batch, n_in, n_out)
     D_use, D_ign       use, ignore        (batch, n_in, n_out)
     a_out[j]           output scores      (batch, n_out), logits
     mu[j, c, h]        means              (batch, n_out, d_cov, d_out)
@@ -90,11 +76,19 @@ def heinsen_routing(
     Returns:
         `(scores, means, variances)`: `(batch, n_out)` output logits and
         `(batch, n_out, d_cov, d_out)` means and variances.
+
+    Examples:
+
+        >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 4, 4))
+        >>> scores, means, variances = heinsen_routing(
+        ...     np.zeros((2, 6)), votes, np.zeros(3), np.zeros(3))
+        >>> tuple(scores.shape), tuple(means.shape)
+        ((2, 3), (2, 3, 4, 4))
     """
     votes, output_dtype = routing_tensor("heinsen_routing", "votes", votes)
     scores = ops.convert_to_tensor(scores)
     _check(scores, votes, num_iterations)
-    check_epsilon("heinsen_routing", epsilon)
+    steps.check_epsilon("heinsen_routing", epsilon)
     batch_size, n_in, n_out = tuple(votes.shape)[:3]
     for name, beta in (("beta_use", beta_use), ("beta_ign", beta_ign)):
         check_broadcastable("heinsen_routing", name, beta, (n_in, n_out))
@@ -107,9 +101,9 @@ def heinsen_routing(
     dtype = votes.dtype
     beta_use = ops.cast(beta_use, dtype)
     beta_ign = ops.cast(beta_ign, dtype)
-    presence = input_presence(scores, mask, dtype)  # (b, i, 1)
+    presence = steps.input_presence(scores, mask, dtype)  # (b, i, 1)
     batch = ops.shape(votes)[0]
-    present = output_presence(output_mask, batch, votes.shape[2], dtype)
+    present = steps.output_presence(output_mask, batch, votes.shape[2], dtype)
     d_cov, d_out = votes.shape[3:]
     # Under XLA, narrow capsules (c h < 8, e.g. SST's 1x2) route faster as
     # fused multiply-and-sum over the inputs of (b, i, j, c, h) votes:
@@ -168,7 +162,7 @@ def _iterate_as_products(
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            routing = first_responsibility(present, num_inputs)
+            routing = steps.first_responsibility(present, num_inputs)
         else:
             # The last M-step's (V - mu)^2, divided by sigma2 and summed.
             distances = small_matmul(
@@ -178,14 +172,14 @@ def _iterate_as_products(
                 d_cov * d_out * log_two_pi
             )
             log_likelihood = -0.5 * (distances + normalizer[..., None])
-            routing = responsibility(
+            routing = steps.responsibility(
                 output_scores,
                 ops.transpose(log_likelihood, (0, 2, 1)),  # (b, i, j)
                 present,
                 masked_outputs,
             )
         # D-step (lines 11-14) and output scores (line 16).
-        use, output_scores = shares_and_scores(
+        use, output_scores = steps.shares_and_scores(
             presence, routing, beta_use, beta_ign
         )
         # M-step means and variances (lines 17-18), two passes: a parent
@@ -224,7 +218,7 @@ def _iterate_over_input_axis(
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            routing = first_responsibility(present, num_inputs)
+            routing = steps.first_responsibility(present, num_inputs)
         else:
             log_density = -0.5 * (
                 ops.square(votes - means[:, None]) / variances[:, None]
@@ -232,11 +226,11 @@ def _iterate_over_input_axis(
                 + log_two_pi
             )
             log_likelihood = ops.sum(log_density, axis=(-2, -1))  # (b, i, j)
-            routing = responsibility(
+            routing = steps.responsibility(
                 output_scores, log_likelihood, present, masked_outputs
             )
         # D-step (lines 11-14) and output scores (line 16).
-        use, output_scores = shares_and_scores(
+        use, output_scores = steps.shares_and_scores(
             presence, routing, beta_use, beta_ign
         )
         # M-step means and variances (lines 17-18).

@@ -15,29 +15,14 @@ import math
 
 from keras import ops
 
-from keras_capsules.ops.arguments import check_num_iterations
-from keras_capsules.ops.heinsen_steps import (
-    DEFAULT_EPSILON,
-    check_epsilon,
-    first_responsibility,
-    input_presence,
-    output_presence,
-    responsibility,
-    shares_and_scores,
-)
+from keras_capsules.ops import heinsen_steps as steps
+from keras_capsules.ops.arguments import check_num_iterations, check_rank
 
 
 def _check(scores, capsules, kernel, num_iterations):
-    if len(capsules.shape) != 4:
-        raise ValueError(
-            "`heinsen_routing_linear` expects capsules of shape (batch, "
-            f"n_in, d_cov, d_in). Received shape {tuple(capsules.shape)}."
-        )
-    if len(scores.shape) != 2:
-        raise ValueError(
-            "`heinsen_routing_linear` expects scores of shape (batch, "
-            f"n_in). Received shape {tuple(scores.shape)}."
-        )
+    name = "heinsen_routing_linear"
+    check_rank(name, "capsules", capsules, "(batch, n_in, d_cov, d_in)")
+    check_rank(name, "scores", scores, "(batch, n_in)")
     if len(kernel.shape) != 3 or kernel.shape[1] != capsules.shape[-1]:
         raise ValueError(
             "`heinsen_routing_linear` expects a kernel of shape (n_out, "
@@ -57,7 +42,7 @@ def heinsen_routing_linear(
     num_iterations=3,
     mask=None,
     output_mask=None,
-    epsilon=DEFAULT_EPSILON,
+    epsilon=steps.DEFAULT_EPSILON,
 ):
     """`heinsen_routing` of the votes `V[i, j, c, h] = sum_d x[i, c, d]
     W[j, d, h] + B[j, c, h]`, computed from moments of the inputs.
@@ -94,12 +79,22 @@ def heinsen_routing_linear(
 
     Returns:
         `(scores, means, variances)` as `heinsen_routing`.
+
+    Examples:
+
+        >>> rng = np.random.default_rng(0)
+        >>> scores, means, variances = heinsen_routing_linear(
+        ...     np.zeros((2, 6)), rng.normal(size=(2, 6, 4, 4)),
+        ...     rng.normal(size=(3, 4, 4)), np.zeros((3, 4, 4)), np.zeros(3),
+        ...     np.zeros(3))
+        >>> tuple(scores.shape), tuple(means.shape)
+        ((2, 3), (2, 3, 4, 4))
     """
     scores = ops.convert_to_tensor(scores)
     capsules = ops.convert_to_tensor(capsules)
     kernel = ops.convert_to_tensor(kernel)
     _check(scores, capsules, kernel, num_iterations)
-    check_epsilon("heinsen_routing_linear", epsilon)
+    steps.check_epsilon("heinsen_routing_linear", epsilon)
     dtype = capsules.dtype
     kernel = ops.cast(kernel, dtype)
     bias = ops.cast(bias, dtype)
@@ -109,7 +104,7 @@ def heinsen_routing_linear(
     d_cov, d_in = capsules.shape[2], capsules.shape[3]
     num_outputs = kernel.shape[0] or ops.shape(kernel)[0]
 
-    presence = input_presence(scores, mask, dtype)  # f(a_inp), (b, i, 1)
+    presence = steps.input_presence(scores, mask, dtype)  # f(a_inp), (b, i, 1)
     # Centre the inputs; the shift moves into the bias.
     centre = ops.sum(presence[..., None] * capsules, axis=1) / (
         ops.sum(presence, axis=1)[:, :, None] + epsilon
@@ -122,13 +117,13 @@ def heinsen_routing_linear(
         (batch, num_inputs, d_cov * d_in * d_in),
     )  # x x^T per input and row c, flattened
 
-    present = output_presence(output_mask, batch, num_outputs, dtype)
+    present = steps.output_presence(output_mask, batch, num_outputs, dtype)
     log_two_pi = math.log(2.0 * math.pi)
     output_scores = means = variances = None
     for iteration in range(num_iterations):
         # E-step (lines 3-10).
         if iteration == 0:
-            routing = first_responsibility(present, num_inputs)
+            routing = steps.first_responsibility(present, num_inputs)
         else:
             precision = 1.0 / variances  # (b, j, c, h)
             centred_means = means - bias  # m W, (b, j, c, h)
@@ -159,11 +154,11 @@ def heinsen_routing_linear(
                 ),
             )  # (b, i, j)
             log_likelihood = -0.5 * (distance + constant[:, None, :])
-            routing = responsibility(
+            routing = steps.responsibility(
                 output_scores, log_likelihood, present, output_mask is not None
             )
         # D-step (lines 11-14) and output scores (line 16).
-        use, output_scores = shares_and_scores(
+        use, output_scores = steps.shares_and_scores(
             presence, routing, beta_use, beta_ign
         )
         # M-step means and variances (lines 17-18), from input moments.

@@ -67,6 +67,12 @@ def interpolating_coefficient(beta, s):
     Returns:
         A tensor shaped like `beta`, in its dtype (float16 and bfloat16 are
         computed in float32; an integer `beta` in `keras.config.floatx()`).
+
+    Examples:
+
+        >>> np.round(ops.convert_to_numpy(
+        ...     interpolating_coefficient(np.array([0.0, 1.0, 100.0]), 1.5)), 4)
+        array([0.    , 0.3071, 0.9851])
     """
     return interpolating_coefficients(beta, s)[0]
 
@@ -76,6 +82,13 @@ def interpolating_coefficients(beta, s):
 
     Both come from one recursion and both have the exact derivative (eq. 38)
     as their gradient. Arguments as in `interpolating_coefficient`.
+
+    Examples:
+
+        >>> lambda_0, lambda_1 = interpolating_coefficients(np.array([1.0]),
+        ...                                                 1.5)
+        >>> bool(lambda_1[0] < lambda_0[0])
+        True
     """
     s = check_order(s)
     beta = ops.convert_to_tensor(beta)

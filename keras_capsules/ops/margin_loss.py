@@ -35,6 +35,14 @@ def margin_loss(
 
     Returns:
         `(batch,)` losses, summed over classes.
+
+    Examples:
+
+        >>> targets = np.array([[1.0, 0.0]])
+        >>> float(margin_loss(targets, np.array([[0.95, 0.05]]))[0])  # met
+        0.0
+        >>> round(float(margin_loss(targets, np.array([[0.5, 0.5]]))[0]), 4)
+        0.24
     """
     lengths = ops.convert_to_tensor(lengths)
     targets = ops.cast(targets, lengths.dtype)

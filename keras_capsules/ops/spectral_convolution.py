@@ -65,6 +65,16 @@ def spectral_conv2d(inputs, kernel, strides=1, padding="valid"):
     Returns:
         `(batch, H', W', O)`, the dtype of `inputs`; valid padding gives
         `H' = (H - kh) // sh + 1`, `W' = (W - kw) // sw + 1`.
+
+    Examples:
+
+        >>> images = np.random.default_rng(0).normal(size=(2, 12, 12, 3))
+        >>> kernel = np.random.default_rng(1).normal(size=(9, 9, 3, 8))
+        >>> spectral = spectral_conv2d(images, kernel)
+        >>> direct = ops.conv(images, kernel)
+        >>> tuple(spectral.shape), bool(np.allclose(spectral, direct,
+        ...       atol=1e-6))
+        ((2, 4, 4, 8), True)
     """
     dtype = keras.backend.standardize_dtype(inputs.dtype)
     if padding == "same":

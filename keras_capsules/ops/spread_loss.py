@@ -25,6 +25,13 @@ def spread_loss(targets, activations, margin):
 
     Returns:
         `(batch,)` losses.
+
+    Examples:
+
+        >>> targets = np.array([[1.0, 0.0, 0.0]])
+        >>> activations = np.array([[0.9, 0.8, 0.1]])
+        >>> round(float(spread_loss(targets, activations, 0.2)[0]), 4)  # 0.1^2
+        0.01
     """
     activations = ops.convert_to_tensor(activations)
     targets = ops.cast(targets, activations.dtype)

@@ -23,6 +23,13 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
         axis: int or tuple of ints, the axes summed over.
         keepdims: bool, whether to keep `axis` with size 1.
         epsilon: float added under the square root.
+
+    Examples:
+
+        >>> round(float(safe_norm(np.array([3.0, 4.0]))), 4)
+        5.0
+        >>> float(safe_norm(np.zeros(3))) > 0  # finite, with a finite gradient
+        True
     """
     x = ops.convert_to_tensor(x)
     dtype = x.dtype
@@ -62,6 +69,12 @@ def squash(vectors, axis=-1):
 
     Returns:
         A tensor shaped like `vectors`.
+
+    Examples:
+
+        >>> v = squash(np.array([[3.0, 4.0]]))
+        >>> np.round(ops.convert_to_numpy(v), 4)  # length 25 / 26
+        array([[0.5769, 0.7692]])
     """
     vectors = ops.convert_to_tensor(vectors)
     dtype = vectors.dtype
@@ -94,6 +107,12 @@ def squashed_length_logit(capsules, axis=-1):
 
     Returns:
         The logits, `capsules` without `axis`.
+
+    Examples:
+
+        >>> logit = squashed_length_logit(squash(np.array([[3.0, 4.0]])))
+        >>> round(float(ops.sigmoid(logit)[0]), 4)  # the length, 25 / 26
+        0.9615
     """
     capsules = ops.convert_to_tensor(capsules)
     length = ops.minimum(

@@ -20,6 +20,19 @@ def plot_templates(decoder, path):
     Args:
         decoder: a built `GenerativeCapsuleDecoder`.
         path: PNG file to write.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "figure.png")
+
+        >>> from keras_capsules.layers import GenerativeCapsuleDecoder
+        >>> decoder = GenerativeCapsuleDecoder(num_top_capsules=2,
+        ...                                    num_template_capsules=4)
+        >>> decoder.build()
+        >>> plot_templates(decoder, path)
+        >>> os.path.exists(path)
+        True
     """
     templates, alphas = (np.asarray(x) for x in decoder.templates())
     drawn = templates * alphas
@@ -44,7 +57,18 @@ def plot_templates(decoder, path):
 
 def plot_image_rows(rows, path):
     """Writes one row of images per entry of `rows`, `{label: (n, H, W, C)}`
-    (e.g. inputs, amortised reconstructions, free-form reconstructions)."""
+    (e.g. inputs, amortised reconstructions, free-form reconstructions).
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "figure.png")
+
+        >>> images = np.random.default_rng(0).uniform(size=(3, 8, 8, 1))
+        >>> plot_image_rows({"inputs": images, "reconstructions": images}, path)
+        >>> os.path.exists(path)
+        True
+    """
     labels = list(rows)
     count = len(rows[labels[0]])
     figure, axes = plt.subplots(

@@ -13,6 +13,16 @@ def squashed_latents(layer, features):
 
     Each `Psi_i(x)` lies in the unit ball and `|Psi_i(x)|^2` is
     `P(y = i | h = E[h | x])`.
+
+    Examples:
+
+        >>> from keras_capsules.layers import CapsuleRegression
+        >>> features = np.random.default_rng(0).normal(size=(30, 6))
+        >>> layer = CapsuleRegression(3, 2)
+        >>> latents = squashed_latents(layer, features)
+        >>> squared_lengths = np.sum(latents**2, axis=(1, 2))
+        >>> latents.shape, bool((squared_lengths <= 1 + 1e-6).all())
+        ((30, 3, 2), True)
     """
     means = ops.convert_to_numpy(layer.prior_means(features)).astype(np.float64)
     total = np.sqrt(np.sum(means**2, axis=(1, 2), keepdims=True))
@@ -35,6 +45,17 @@ def plot_latent_space(
 
     Returns:
         The path written.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> from keras_capsules.layers import CapsuleRegression
+        >>> path = os.path.join(tempfile.mkdtemp(), "latent_space.png")
+        >>> layer = CapsuleRegression(num_classes=3, capsule_dim=2)
+        >>> layer.build((None, 6))
+        >>> inputs = np.random.default_rng(1).normal(size=(40, 6))
+        >>> plot_latent_space(layer, inputs, np.arange(40) % 3, path) == path
+        True
     """
     if layer.capsule_dim != 2:
         raise ValueError(

@@ -15,6 +15,16 @@ def prototype_indices(layer, features, labels):
     x*_ia = argmax over l with y_l = i of Psi_ia(x_l)^2.
 
     A class without examples gets index -1.
+
+    Examples:
+
+        >>> from keras_capsules.layers import CapsuleRegression
+        >>> labels = np.arange(30) % 3
+        >>> features = np.random.default_rng(0).normal(size=(30, 6))
+        >>> layer = CapsuleRegression(3, 2)
+        >>> indices = prototype_indices(layer, features, labels)
+        >>> indices.shape, bool((labels[indices].T == np.arange(3)).all())
+        ((3, 2), True)
     """
     latents = squashed_latents(layer, features) ** 2  # (n, m, d)
     labels = np.asarray(labels)
@@ -40,6 +50,17 @@ def plot_prototypes(layer, features, labels, images, path, class_names=None):
 
     Returns:
         The path written.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> images = np.random.default_rng(0).uniform(size=(40, 8, 8))
+        >>> path = os.path.join(tempfile.mkdtemp(), "prototypes.png")
+        >>> from keras_capsules.layers import CapsuleRegression
+        >>> features = images.reshape(40, 64)  # the images themselves
+        >>> layer = CapsuleRegression(num_classes=4, capsule_dim=2)
+        >>> plot_prototypes(layer, features, np.arange(40) % 4, images, path)
+        '...prototypes.png'
     """
     indices = prototype_indices(layer, features, labels)
     images = np.asarray(images)

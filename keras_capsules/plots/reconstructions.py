@@ -23,6 +23,16 @@ def plot_reconstructions(
         path: PNG file to write.
         labels: optional `(n,)` true classes, shown above the inputs.
         predictions: optional `(n,)` predicted classes, shown below.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "figure.png")
+
+        >>> images = np.random.default_rng(0).uniform(size=(4, 8, 8))
+        >>> plot_reconstructions(images, images, path, labels=[0, 1, 2, 3])
+        >>> os.path.exists(path)
+        True
     """
     count = len(images)
     figure, axes = plt.subplots(
@@ -57,6 +67,15 @@ def perturbation_grid(decode, capsules, class_index, deltas):
 
     Returns:
         `(d, s, H, W[, C])` decoded images: row a shifts dimension a.
+
+    Examples:
+
+        >>> def decode(masked):  # (k, n, d) -> (k, 4, 4) images
+        ...     return np.repeat(masked.sum(axis=(1, 2))[:, None, None], 16, 1
+        ...                      ).reshape(-1, 4, 4)
+        >>> grid = perturbation_grid(decode, np.zeros((10, 16)), 3, [-0.1, 0.1])
+        >>> grid.shape
+        (16, 2, 4, 4)
     """
     capsules = np.asarray(capsules, np.float32)
     deltas = np.asarray(deltas, np.float32)
@@ -81,6 +100,18 @@ def plot_capsule_perturbations(
         class_index: int, the capsule to perturb.
         path: PNG file to write.
         deltas: offsets; defaults to the paper's -0.25..0.25 by 0.05.
+
+    Examples:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "figure.png")
+
+        >>> def decode(masked):  # (k, n, d) -> (k, 4, 4) images
+        ...     return np.repeat(masked.sum(axis=(1, 2))[:, None, None], 16, 1
+        ...                      ).reshape(-1, 4, 4)
+        >>> plot_capsule_perturbations(decode, np.zeros((10, 16)), 3, path)
+        >>> os.path.exists(path)
+        True
     """
     if deltas is None:
         deltas = np.linspace(-0.25, 0.25, 11)

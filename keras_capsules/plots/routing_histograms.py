@@ -17,7 +17,17 @@ def vote_distances(model, images, layer_name="class_capsules"):
     """Routes `images` through `model` and returns, per routing iteration
     of its `MatrixCapsuleEMRouting` layer, `(distances, assignments)`, both
     `(batch, n_in, n_out)`: `|V_ij - mu_j|` (Euclidean over the 16 pose
-    entries) and `R_ij`."""
+    entries) and `R_ij`.
+
+    Examples:
+
+        >>> from keras_capsules.models import small_matrix_capsnet
+        >>> model = small_matrix_capsnet(5, (28, 28, 1), routing="paper")
+
+        >>> trace = vote_distances(model, np.zeros((2, 28, 28, 1)))
+        >>> len(trace), tuple(trace[0][0].shape)  # (batch, n_in, n_out)
+        (3, (2, 144, 5))
+    """
     layer = model.get_layer(layer_name)
     inputs = keras.Model(model.input, layer.input)(images)
     logits, poses = (ops.cast(x, "float32") for x in inputs)
@@ -68,6 +78,16 @@ def plot_vote_distances(
 
     Returns:
         The path written.
+
+    Examples:
+
+        >>> from keras_capsules.models import small_matrix_capsnet
+        >>> model = small_matrix_capsnet(5, (28, 28, 1), routing="paper")
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "figure.png")
+
+        >>> plot_vote_distances(model, np.zeros((1, 28, 28, 1)), path) == path
+        True
     """
     trace = vote_distances(model, images, layer_name)
     count, num_classes = len(images), trace[0][0].shape[-1]

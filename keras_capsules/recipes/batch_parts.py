@@ -68,6 +68,16 @@ class BatchPartsModel(keras.Model):
         inputs, training: as `model`'s.
 
     `get_layer` finds the wrapped model's layers; `.model` is the model.
+
+    Examples:
+
+        >>> inputs = keras.Input((4,))
+        >>> model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+        >>> sliced = BatchPartsModel(model, parts=2)
+        >>> sliced.compile("sgd", "mse")
+        >>> history = sliced.fit(np.ones((8, 4)), np.zeros((8, 2)), verbose=0)
+        >>> tuple(sliced.predict(np.ones((3, 4)), verbose=0).shape)
+        (3, 2)
     """
 
     def __init__(self, model, parts=2, **kwargs):

@@ -6,6 +6,7 @@ import math
 import keras
 from keras import ops
 
+from keras_capsules.ops.arguments import positive_int
 from keras_capsules.recipes.radam import RAdam
 
 # RAdam's `beta_1` on the cycle, `(start, low point)`. The author's code
@@ -33,20 +34,21 @@ class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
         peak: float, the value at the end of the rise.
         warmup_fraction: float in (0, 1), share of the steps spent rising.
             Defaults to 0.1.
+
+    Examples:
+
+        >>> schedule = OneCycle(total_steps=100, start=1e-5, peak=5e-4)
+        >>> [round(float(schedule(step)), 6) for step in (0, 10, 100)]
+        [1e-05, 0.0005, 1e-05]
     """
 
     def __init__(self, total_steps, start, peak, warmup_fraction=0.1):
-        if int(total_steps) < 1:
-            raise ValueError(
-                "`OneCycle` expects `total_steps` >= 1. Received: "
-                f"total_steps={total_steps!r}."
-            )
+        self.total_steps = positive_int("OneCycle", "total_steps", total_steps)
         if not 0.0 < warmup_fraction < 1.0:
             raise ValueError(
                 "`OneCycle` expects `warmup_fraction` in (0, 1). Received: "
                 f"warmup_fraction={warmup_fraction!r}."
             )
-        self.total_steps = int(total_steps)
         self.start = float(start)
         self.peak = float(peak)
         self.warmup_fraction = float(warmup_fraction)
@@ -90,6 +92,12 @@ def one_cycle_radam(
             0.8991)`, as the paper's text.
         warmup_fraction: float, share of the steps spent rising.
         **kwargs: further `RAdam` arguments.
+
+    Examples:
+
+        >>> optimizer = one_cycle_radam(total_steps=1000)
+        >>> round(float(optimizer.learning_rate), 6)  # before the first step
+        1e-05
     """
     return RAdam(
         learning_rate=OneCycle(total_steps, *learning_rate, warmup_fraction),

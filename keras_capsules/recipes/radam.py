@@ -38,6 +38,15 @@ class RAdam(keras.optimizers.Optimizer):
         epsilon: float added to `sqrt(v_t)`. Defaults to 1e-8.
         **kwargs: base optimizer arguments (`weight_decay`, `clipnorm`,
             `global_clipnorm`, `name`, ...).
+
+    Examples:
+
+        >>> variable = keras.Variable([1.0, 2.0])
+        >>> optimizer = RAdam(learning_rate=0.1)
+        >>> _ = optimizer.apply_gradients([(ops.convert_to_tensor([1.0, 1.0]),
+        ...                                 variable)])
+        >>> ops.convert_to_numpy(variable)  # first steps: SGD with momentum
+        array([0.9, 1.9], dtype=float32)
     """
 
     def __init__(

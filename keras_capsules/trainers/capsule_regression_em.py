@@ -42,22 +42,28 @@ class CapsuleRegressionEM:
         num_classes: int, classes `C` (>= 2).
         capsule_dim: int, capsule size `d`.
         architecture: `"multiclass"`, `"one_vs_all"` or `"all_vs_all"`.
-        schedule: an `EMSchedule` (or a dict of its fields): the rounds'
-            thresholds and patience, the momentum and an optional cap on
-            the iterations. None: the paper's protocol.
+        schedule: an `EMSchedule`, a dict of its fields or the name of
+            one of its presets (`"paper"`): the rounds' thresholds and
+            patience, the momentum and an optional cap on the iterations.
+            None: the paper's protocol.
         use_offset: bool, whether the models have an offset.
         center_inputs: bool, whether inputs are centred on the training mean.
         initializer: `"subspace"` (eq. 28) or `"random"`.
         seed: int, seed of the random initialisation.
 
-    Example:
+    Examples:
 
-    ```python
-    trainer = CapsuleRegressionEM(10, 2)
-    history = trainer.fit(train_dataset, validation_dataset)
-    error = trainer.evaluate(test_dataset)
-    layer = trainer.to_layer()  # multiclass: a CapsuleRegression layer
-    ```
+        >>> rng = np.random.default_rng(0)
+        >>> labels = rng.integers(0, 3, 300)
+        >>> features = rng.normal(size=(3, 4))[labels] + rng.normal(
+        ...     0.0, 0.3, (300, 4))
+        >>> train = tf.data.Dataset.from_tensor_slices(
+        ...     (features.astype("float32"), labels)).batch(100)
+        >>> trainer = CapsuleRegressionEM(3, 2, schedule={"max_iterations": 5})
+        >>> history = trainer.fit(train, verbose=0)
+        >>> trainer.evaluate(train) < 0.1
+        True
+        >>> layer = trainer.to_layer()  # multiclass: a CapsuleRegression layer
     """
 
     def __init__(

@@ -3,6 +3,8 @@
 likelihood, and the classification errors. `DatasetSum` adds them up over
 a dataset on every replica."""
 
+import dataclasses
+
 import numpy as np
 import tensorflow as tf
 
@@ -12,6 +14,7 @@ from keras_capsules.ops.labels import valid_class_ids
 from keras_capsules.trainers import architectures
 
 
+@dataclasses.dataclass(frozen=True, eq=False)  # eq=False: hashed by identity
 class EMBatchSums:
     """The sums of one batch for `K` models of `m` capsules of size `d`
     over `C` classes.
@@ -24,11 +27,10 @@ class EMBatchSums:
         use_offset: bool: the design rows end with a 1.
     """
 
-    def __init__(self, num_classes, architecture, membership, use_offset):
-        self.num_classes = num_classes
-        self.architecture = architecture
-        self.membership = membership
-        self.use_offset = use_offset
+    num_classes: int
+    architecture: str
+    membership: np.ndarray
+    use_offset: bool
 
     @property
     def capsules_per_model(self):

@@ -8,13 +8,14 @@ import numbers
 import numpy as np
 
 from keras_capsules.ops.arguments import positive_int
+from keras_capsules.ops.settings import Settings
 
 PAPER_THRESHOLDS = (0.8, 0.6, 0.4, 0.2, 0.0)
 PAPER_PATIENCE = (128, 64, 32, 16, 8)
 
 
 @dataclasses.dataclass(frozen=True)
-class EMSchedule:
+class EMSchedule(Settings):
     """How `CapsuleRegressionEM` iterates.
 
     Args:
@@ -28,14 +29,16 @@ class EMSchedule:
 
     Each round starts from the best model of the round before.
 
-    Example:
+    Examples:
 
-    >>> EMSchedule().num_rounds
-    5
-    >>> EMSchedule(thresholds=(0.5, 0.0), patience=(4, 2)).thresholds_at(
-    ...     np.array([0, 1, 2]))
-    array([0.5, 0. , 0. ])
+        >>> EMSchedule().num_rounds
+        5
+        >>> EMSchedule(thresholds=(0.5, 0.0), patience=(4, 2)).thresholds_at(
+        ...     np.array([0, 1, 2]))
+        array([0.5, 0. , 0. ], dtype=float32)
     """
+
+    KIND = "EM schedule"
 
     momentum: float = 0.9
     thresholds: tuple = PAPER_THRESHOLDS
@@ -74,13 +77,7 @@ class EMSchedule:
         object.__setattr__(self, "patience", patience)
         object.__setattr__(self, "momentum", float(self.momentum))
         if self.max_iterations is not None:
-            object.__setattr__(
-                self,
-                "max_iterations",
-                positive_int(
-                    "EMSchedule", "max_iterations", self.max_iterations
-                ),
-            )
+            self._check_positive_ints("max_iterations")
 
     @property
     def num_rounds(self):
@@ -95,25 +92,10 @@ class EMSchedule:
         """`(K,)`: each model's patience in its round."""
         return _per_round(self.patience, rounds)
 
-    def replace(self, **changes):
-        """A copy with `changes` (any of the fields)."""
-        return dataclasses.replace(self, **changes)
-
-    @classmethod
-    def get(cls, value):
-        """The schedule of an `EMSchedule`, a dict of its fields or None
-        (the paper's)."""
-        if value is None:
-            return cls()
-        if isinstance(value, dict):
-            return cls(**value)
-        if isinstance(value, cls):
-            return value
-        raise ValueError(
-            "Expected an EM schedule: an `EMSchedule`, a dict of its fields "
-            f"or None (the paper's). Received: {value!r}."
-        )
-
 
 def _per_round(values, rounds):
     return np.array([values[min(r, len(values) - 1)] for r in rounds])
+
+
+# The paper's protocol (section 3.1).
+EMSchedule.PRESETS = {"paper": EMSchedule()}

@@ -13,17 +13,7 @@ FREE_FORM_LEARNING_RATES = {"adam": 0.005, "gradient_ascent": 3e-5}
 FREE_FORM_OPTIMIZERS = tuple(FREE_FORM_LEARNING_RATES)
 
 
-def free_form_inference(
-    autoencoder,
-    images,
-    num_steps=100,
-    learning_rate=None,
-    seed=0,
-    jit_compile=True,
-    refined_parts=REFINED_PARTS,
-    recompute_top_layer=False,
-    optimizer="gradient_ascent",
-):
+def free_form_inference(autoencoder, images, **settings):
     """Optimises the variational parameters of given images by the bound.
 
     Rather than taking `q` from the encoders, every image gets its own
@@ -42,6 +32,41 @@ def free_form_inference(
     Args:
         autoencoder: a trained `GenerativeCapsuleAutoencoder`.
         images: `(batch, H, W, C)`.
+        **settings: `FreeFormInference`'s settings (`num_steps`,
+            `learning_rate`, `seed`, `jit_compile`, `refined_parts`,
+            `recompute_top_layer`, `optimizer`); the paper's by default.
+
+    Returns:
+        `(latents, elbo_history)`: latents as from `autoencoder.encode`
+        (posterior modes), and the batch-mean bound before every step,
+        `(num_steps,)`.
+
+    Examples:
+
+        >>> from keras_capsules.models import generative_capsule_autoencoder
+        >>> model = generative_capsule_autoencoder(
+        ...     (28, 28, 1), {"num_top_capsules": 4,
+        ...      "num_template_capsules": 4})
+        >>> latents, bounds = free_form_inference(
+        ...     model, np.zeros((2, 28, 28, 1)), num_steps=3, jit_compile=False)
+        >>> len(bounds), tuple(latents["top_poses"].shape)
+        (3, (2, 4, 6))
+    """
+    return FreeFormInference(autoencoder, **settings)(images)
+
+
+class FreeFormInference:
+    """`free_form_inference` with fixed settings, for several batches of
+    images: each batch shape's variational parameters, optimizer and
+    compiled step are made by the first call and reused by later ones,
+    so a step is traced (and compiled by XLA) once per shape, not once
+    per call. Every call starts afresh from the encoders' output, with
+    the optimizer's state reset: the same results as
+    `free_form_inference`. The model's weights are read at every step, so
+    the object stays valid while the model trains.
+
+    Args:
+        autoencoder: a trained `GenerativeCapsuleAutoencoder`.
         num_steps: int, the step budget.
         learning_rate: the step size; None takes the optimizer's default,
             `FREE_FORM_LEARNING_RATES`. Adam's, 0.005: poses vary by about
@@ -81,40 +106,23 @@ def free_form_inference(
             hardly depends on (the top layer's) move as far as those it
             decides.
 
-    Returns:
-        `(latents, elbo_history)`: latents as from `autoencoder.encode`
-        (posterior modes), and the batch-mean bound before every step,
-        `(num_steps,)`.
-    """
-    return FreeFormInference(
-        autoencoder,
-        num_steps=num_steps,
-        learning_rate=learning_rate,
-        seed=seed,
-        jit_compile=jit_compile,
-        refined_parts=refined_parts,
-        recompute_top_layer=recompute_top_layer,
-        optimizer=optimizer,
-    )(images)
-
-
-class FreeFormInference:
-    """`free_form_inference` with fixed settings, for several batches of
-    images: each batch shape's variational parameters, optimizer and
-    compiled step are made by the first call and reused by later ones,
-    so a step is traced (and compiled by XLA) once per shape, not once
-    per call. Every call starts afresh from the encoders' output, with
-    the optimizer's state reset: the same results as
-    `free_form_inference`. The model's weights are read at every step, so
-    the object stays valid while the model trains.
-
-    Its arguments are those of `free_form_inference` but the images.
-
     Call arguments:
         images: `(batch, H, W, C)`.
 
     Returns, for each call, `(latents, elbo_history)` as
     `free_form_inference`.
+
+    Examples:
+
+        >>> from keras_capsules.models import generative_capsule_autoencoder
+        >>> model = generative_capsule_autoencoder(
+        ...     (28, 28, 1), {"num_top_capsules": 4,
+        ...      "num_template_capsules": 4})
+        >>> inference = FreeFormInference(model, num_steps=2, jit_compile=False)
+        >>> for images in (np.zeros((2, 28, 28, 1)), np.ones((2, 28, 28, 1))):
+        ...     latents, bounds = inference(images)  # one trace for both
+        >>> len(bounds)
+        2
     """
 
     def __init__(
@@ -160,7 +168,7 @@ class FreeFormInference:
         # A single parent's posterior is exact given the templates:
         # computed.
         self.recompute_top_layer = recompute_top_layer or (
-            autoencoder.top_posterior_family == "single_parent"
+            autoencoder.config.top_posterior_family == "single_parent"
         )
         self.optimizer = optimizer
         self._programs = {}  # images' shape: _Program

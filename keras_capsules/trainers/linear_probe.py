@@ -30,6 +30,17 @@ def linear_probe_accuracy(
 
     Returns:
         `{name: accuracy}` for every test set.
+
+    Examples:
+
+        >>> rng = np.random.default_rng(0)
+        >>> labels = rng.integers(0, 2, 200)
+        >>> features = labels[:, None] + rng.normal(0.0, 0.1, (200, 3))
+        >>> accuracy = linear_probe_accuracy(
+        ...     features, labels, {"train": (features,
+        ...                        labels)}, learning_rate=0.1)
+        >>> accuracy["train"] > 0.95
+        True
     """
     train_features = np.asarray(train_features, np.float32)
     if train_features.ndim != 2:

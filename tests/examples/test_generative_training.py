@@ -62,12 +62,12 @@ def test_a_given_preset_changes_a_saved_models_inference_and_none_does_not():
         preset=f"paper:{sizes},top_pose_refinement_steps=1"
     ):
         model = generative_training.build_model((12, 12, 1))
-    assert model.top_pose_refinement_steps == 1
-    assert model.top_presence_refinement_steps == 0
+    assert model.config.top_pose_refinement_steps == 1
+    assert model.config.top_presence_refinement_steps == 0
 
     # No --preset given: the saved model's ways are kept.
     assert generative_training.apply_inference_flags(model) == {}
-    assert model.top_pose_refinement_steps == 1
+    assert model.config.top_pose_refinement_steps == 1
 
     with flagsaver.flagsaver(
         preset=f"paper:{sizes},top_pose_refinement_steps=1,"
@@ -75,7 +75,7 @@ def test_a_given_preset_changes_a_saved_models_inference_and_none_does_not():
     ):
         given = generative_training.apply_inference_flags(model)
     assert given == {"top_presence_refinement_steps": 2}
-    assert model.top_presence_refinement_steps == 2
-    assert model.top_pose_refinement_steps == 1
+    assert model.config.top_presence_refinement_steps == 2
+    assert model.config.top_pose_refinement_steps == 1
     # The model saves what it now computes.
     assert model.get_config()["config"]["top_presence_refinement_steps"] == 2

@@ -145,7 +145,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         with open(results_path) as f:
             self.assertEqual(f.read(), results)
         reloaded = keras.models.load_model(model_path)
-        self.assertEqual(reloaded.top_presence_refinement_steps, 0)
+        self.assertEqual(reloaded.config.top_presence_refinement_steps, 0)
         self.assertLen(reloaded.get_weights(), len(weights))
         for saved, now in zip(weights, reloaded.get_weights()):
             self.assertAllEqual(saved, now)

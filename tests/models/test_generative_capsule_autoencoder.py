@@ -76,7 +76,7 @@ def test_save_and_load_keep_encoder_and_decoder():
     path = os.path.join(tempfile.mkdtemp(), "model.keras")
     model.save(path)
     restored = keras.models.load_model(path)
-    assert restored.pose_posterior == "gaussian"
+    assert restored.config.pose_posterior == "gaussian"
     np.testing.assert_allclose(restored(images), model(images), atol=1e-6)
     for key, value in model.encode(images).items():
         np.testing.assert_allclose(
@@ -267,7 +267,7 @@ def test_inference_settings_train_and_round_trip(options):
     )
     assert restored.config == model.config
     for name, value in options.items():
-        assert getattr(restored, name) == value
+        assert getattr(restored.config, name) == value
         with pytest.raises(ValueError, match=name):
             tiny_config(**{name: -1})
 
@@ -277,7 +277,7 @@ def test_a_models_inference_changes_through_its_config_and_sizes_do_not():
     images = shapes(4)
     amortised = model.encode(images)["top_poses"]
     model.config = model.config.replace(top_pose_refinement_steps=2)
-    assert model.top_pose_refinement_steps == 2
+    assert model.config.top_pose_refinement_steps == 2
     assert model.get_config()["config"]["top_pose_refinement_steps"] == 2
     refined = model.encode(images)["top_poses"]
     assert np.abs(np.asarray(refined) - np.asarray(amortised)).max() > 1e-4

@@ -106,8 +106,8 @@ def test_training_raises_the_bound_under_xla_and_the_model_round_trips():
         archive.write_out(os.path.join(directory, "export"), verbose=False)
         exported = tf.saved_model.load(os.path.join(directory, "export"))
         served = exported.serve(tf.constant(images, tf.float32))
-    assert restored.top_posterior_family == "single_parent"
-    assert restored.single_parent_balance_temperature == 1.0
+    assert restored.config.top_posterior_family == "single_parent"
+    assert restored.config.single_parent_balance_temperature == 1.0
     for key, value in model.encode(images).items():
         for other in (restored.encode(images), served):
             np.testing.assert_allclose(other[key], value, rtol=1e-5, atol=1e-5)

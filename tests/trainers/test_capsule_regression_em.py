@@ -219,8 +219,16 @@ class CapsuleRegressionEMTest(tf.test.TestCase):
             trainers.EMSchedule(momentum=1.0)
         with self.assertRaisesRegex(ValueError, "max_iterations"):
             trainers.EMSchedule(max_iterations=0)
-        with self.assertRaisesRegex(ValueError, "Expected an EM schedule"):
-            trainers.CapsuleRegressionEM(3, 2, schedule="paper")
+        with self.assertRaisesRegex(
+            ValueError, "Expected EM schedule settings"
+        ):
+            trainers.CapsuleRegressionEM(3, 2, schedule=0.5)
+        with self.assertRaisesRegex(ValueError, "Unknown EM schedule preset"):
+            trainers.CapsuleRegressionEM(3, 2, schedule="fast")
+        self.assertEqual(
+            trainers.CapsuleRegressionEM(3, 2, schedule="paper").schedule,
+            trainers.EMSchedule(),
+        )
         x, y = toy_data(n=30)
         with self.assertRaisesRegex(ValueError, "Classes without any"):
             trainers.CapsuleRegressionEM(4, 2).fit(as_dataset(x, y), verbose=0)
