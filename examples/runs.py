@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from examples import distribution, fitting, run_flags
-from keras_capsules import datasets, recipes
+from keras_capsules import datasets, private_apis, recipes
 
 MODEL_DIR, SEED, STRATEGY, MIXED_PRECISION, JIT_COMPILE = run_flags.request(
     __name__, *run_flags.CORE
@@ -170,7 +170,7 @@ def fit(
     examples (build them with `drop_remainder`): their batch size is set
     static here, and a smaller batch stops the run with an error.
     """
-    distribution.work_around_multi_worker_fit(model)
+    private_apis.work_around_multi_worker_fit(model)
     epoch_batches = train if callable(train) else lambda epoch: train
     if static_batches():
         epoch_batches = datasets.epoch_order.with_static_batch_size(

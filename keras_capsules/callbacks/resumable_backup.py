@@ -8,6 +8,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from keras_capsules import private_apis
 from keras_capsules.callbacks.backup_folder import (
     BackupFolder,
     metric_variables,
@@ -212,7 +213,7 @@ class ResumableBackup(keras.callbacks.Callback):
             return
         epoch, step = self._restore()
         # What Keras's own BackupAndRestore sets: fit starts there.
-        self.model._initial_epoch = epoch
+        private_apis.set_initial_epoch(self.model, epoch)
         self._first_step = self._last_saved_step = step
 
     def _restore(self, model=None):
@@ -282,7 +283,7 @@ class ResumableBackup(keras.callbacks.Callback):
         self._save(epoch + 1, 0)
 
     def on_train_end(self, logs=None):
-        self.model._initial_epoch = None
+        private_apis.set_initial_epoch(self.model, None)
 
     def _save(self, epoch, step):
         self._last_saved_step = step

@@ -5,26 +5,14 @@ with one large product instead."""
 
 import tensorflow as tf
 
+from keras_capsules.private_apis import compiling_with_xla
+
 
 def compiled_by_xla():
     """True while tracing a function that XLA compiles
-    (`tf.function(jit_compile=True)`, Keras's `jit_compile=True`).
-
-    Reads TensorFlow's XLA context of the graph being built (not a public
-    API: if it moves, this answers False and the ops take the form that
-    suits TensorFlow's own kernels, equally correct).
-    """
-    try:
-        from tensorflow.python.ops import control_flow_util
-    except ImportError:  # pragma: no cover - depends on TensorFlow's layout
-        return False
-    if tf.executing_eagerly():
-        return False
-    try:
-        graph = tf.compat.v1.get_default_graph()
-        return bool(control_flow_util.GraphOrParentsInXlaContext(graph))
-    except AttributeError:  # pragma: no cover
-        return False
+    (`tf.function(jit_compile=True)`, Keras's `jit_compile=True`); see
+    `private_apis.compiling_with_xla`."""
+    return compiling_with_xla()
 
 
 def written_once(tensor):

@@ -9,6 +9,8 @@ checks are left out: XLA cannot run assertions.
 import numpy as np
 import tensorflow as tf
 
+from keras_capsules.private_apis import compiling_with_xla
+
 
 def class_ids(owner, labels, num_classes):
     """`labels`, class ids `(...)` (or `(batch, 1)`), as int32 `(...)`
@@ -54,7 +56,7 @@ def checked(owner, value, received, conditions, what="labels"):
                     f"{_preview(received)}."
                 )
         return value
-    if _compiling_with_xla():  # XLA drops assertions (with a warning).
+    if compiling_with_xla():  # XLA drops assertions (with a warning).
         return value
     assertions = [
         tf.debugging.Assert(
@@ -65,17 +67,6 @@ def checked(owner, value, received, conditions, what="labels"):
     ]
     with tf.control_dependencies(assertions):
         return tf.identity(value)
-
-
-def _compiling_with_xla():
-    """Whether the graph being built is compiled by XLA."""
-    try:
-        from tensorflow.python.ops import control_flow_util  # noqa: PLC0415
-    except ImportError:  # TensorFlow moved it: the assertions stay.
-        return False
-    return control_flow_util.GraphOrParentsInXlaContext(
-        tf.compat.v1.get_default_graph()
-    )
 
 
 def _preview(labels):

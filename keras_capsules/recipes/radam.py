@@ -4,6 +4,8 @@ learning rate and beyond", Algorithm 2) as a Keras optimizer."""
 import keras
 from keras import ops
 
+from keras_capsules.private_apis import variable_index
+
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
 class RAdam(keras.optimizers.Optimizer):
@@ -84,7 +86,7 @@ class RAdam(keras.optimizers.Optimizer):
         beta_1 = ops.cast(self._current_beta_1(), dtype)
         beta_2 = ops.cast(self.beta_2, dtype)
         beta_2_power = ops.power(beta_2, step)
-        index = self._get_variable_index(variable)
+        index = variable_index(self, variable)
         momentum, velocity = self._momentums[index], self._velocities[index]
         self.assign_add(momentum, (gradient - momentum) * (1 - beta_1))
         self.assign_add(

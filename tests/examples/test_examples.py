@@ -77,6 +77,9 @@ class ExamplesTest(tf.test.TestCase):
             "capsnet_epochs=1,heinsen_epochs=1,matrix_train_size=64,"
             "generative_train_size=64,generative_epochs=1",
             test_size=200,
+            # Each model's XLA compilation is tested with the model; this
+            # is the demo's flow, rows and figures.
+            jit_compile="false",
         )
         rows = results["rows"]
         self.assertLen(rows, 9)

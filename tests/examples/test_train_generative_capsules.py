@@ -34,13 +34,13 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             train_generative_capsules,
             dataset="procedural_shapes",
             canvas_size=28,
-            train_size=192,
-            epochs=3,
+            train_size=128,
+            epochs=2,
             batch_size=32,
             learning_rate=3e-3,
-            probe_train_size=192,
+            probe_train_size=128,
             probe_test_size=32,
-            probe_epochs=2,
+            probe_epochs=1,
             rotations=["0", "90"],
             vae_epochs=1,
             free_form_steps=3,
@@ -51,11 +51,11 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             model_dir=directory,
             export_dir=export_dir,
         )
-        self.assertEqual(results["train_examples"], 192)
+        self.assertEqual(results["train_examples"], 128)
         self.assertEqual(results["flags"]["preset"], _TRAINED)
         self.assertIn("elbo", results["evaluation"]["test"])
         elbo = results["history"]["elbo"]
-        self.assertLen(elbo, 3)
+        self.assertLen(elbo, 2)
         self.assertGreater(elbo[-1], elbo[0])
         for protocol in ("upright", "matched"):
             for kind in ("t0", "t0_A0", "vae"):
@@ -79,7 +79,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             columns = f.readline().strip().split(",")
         for name in ("top_information", "val_top_information"):
             self.assertIn(name, columns)
-        self.assertLen(results["history"]["val_top_information"], 3)
+        self.assertLen(results["history"]["val_top_information"], 2)
         self._evaluates_without_changing_the_run(directory)
         batch = np.random.default_rng(0).uniform(size=(3, 28, 28, 1))
         served = serve_in_fresh_process(
@@ -110,10 +110,10 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         with flagsaver.flagsaver(
             dataset="procedural_shapes",
             canvas_size=28,
-            train_size=192,
-            probe_train_size=192,
+            train_size=128,
+            probe_train_size=128,
             probe_test_size=32,
-            probe_epochs=2,
+            probe_epochs=1,
             rotations=["0"],
             vae_epochs=0,
             free_form_steps=0,
