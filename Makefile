@@ -10,10 +10,11 @@ OLDEST_STAMP := $(OLDEST_VENV)/.installed
 DOCS_VENV := .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed
 # What `make test-oldest` runs: every op, layer and bad-input test, the
-# conformance checks (.keras, SavedModel, XLA, mixed precision) and the
-# training step that replaces Keras's training function (batch parts).
+# conformance checks (.keras, SavedModel, XLA, mixed precision), the
+# training step that replaces Keras's training function (batch parts) and
+# the workarounds on private APIs.
 SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py \
-	tests/recipes/test_batch_parts.py
+	tests/recipes/test_batch_parts.py tests/test_private_apis.py
 export TFDS_DATA_DIR ?= $(abspath ../shared/tfds)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 # The suite runs in one pytest worker per core (-n 2 on CI's 2 cores):
