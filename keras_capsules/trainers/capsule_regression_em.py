@@ -123,9 +123,7 @@ class CapsuleRegressionEM:
             self._error_sum, dataset, kernel, self.input_mean, self.num_classes
         )
 
-    # ----------------------------------------------------------------------
     # Training.
-
     def prepare(self, train_dataset):
         """Computes the input statistics and returns the initial kernel.
 
@@ -251,9 +249,7 @@ class CapsuleRegressionEM:
         )
         state.advance(updated, model_error, self.schedule)
 
-    # ----------------------------------------------------------------------
     # Using the trained models.
-
     def _check_fitted(self):
         if self.kernel is None:
             raise ValueError("The trainer has no models yet: call `fit` first.")

@@ -44,13 +44,11 @@ def free_form_inference(autoencoder, images, **settings):
     Examples:
 
         >>> from keras_capsules.models import generative_capsule_autoencoder
-        >>> model = generative_capsule_autoencoder(
-        ...     (28, 28, 1), {"num_top_capsules": 4,
-        ...      "num_template_capsules": 4})
+        >>> model = generative_capsule_autoencoder((28, 28, 1), "paper")
         >>> latents, bounds = free_form_inference(
         ...     model, np.zeros((2, 28, 28, 1)), num_steps=3, jit_compile=False)
         >>> len(bounds), tuple(latents["top_poses"].shape)
-        (3, (2, 4, 6))
+        (3, (2, 16, 6))
     """
     return FreeFormInference(autoencoder, **settings)(images)
 
@@ -115,9 +113,7 @@ class FreeFormInference:
     Examples:
 
         >>> from keras_capsules.models import generative_capsule_autoencoder
-        >>> model = generative_capsule_autoencoder(
-        ...     (28, 28, 1), {"num_top_capsules": 4,
-        ...      "num_template_capsules": 4})
+        >>> model = generative_capsule_autoencoder((28, 28, 1), "paper")
         >>> inference = FreeFormInference(model, num_steps=2, jit_compile=False)
         >>> for images in (np.zeros((2, 28, 28, 1)), np.ones((2, 28, 28, 1))):
         ...     latents, bounds = inference(images)  # one trace for both
