@@ -77,8 +77,8 @@ class HeinsenRouting(CapsuleRouting):
     Examples:
 
         >>> layer = HeinsenRouting(num_capsules=5, capsule_dim=4)
-        >>> scores, capsules = layer([np.zeros((2, 64)), np.ones((2, 64, 4,
-        ...                          4))])
+        >>> scores, capsules = layer(
+        ...     [np.zeros((2, 64)), np.ones((2, 64, 4, 4))])
         >>> capsules.shape
         TensorShape([2, 5, 4, 4])
     """

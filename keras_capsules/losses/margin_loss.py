@@ -35,9 +35,8 @@ class MarginLoss(ClassCapsuleLoss):
         >>> loss = MarginLoss()
         >>> float(loss(np.array([0]), np.array([[0.95, 0.05]])))  # margins met
         0.0
-        >>> round(float(MarginLoss(from_logits=True)(np.array([0]),
-        ...                                           np.array([[0.0,
-        ...                                                    0.0]]))), 4)
+        >>> from_logits = MarginLoss(from_logits=True)
+        >>> round(float(from_logits(np.array([0]), np.zeros((1, 2)))), 4)
         0.24
     """
 

@@ -103,11 +103,11 @@ def conv_em_routing(
 
     Examples:
 
-        >>> votes = np.random.default_rng(0).normal(size=(2, 3, 3, 3, 3, 4, 5,
-        ...                               16))
+        >>> rng = np.random.default_rng(0)
+        >>> votes = rng.normal(size=(2, 3, 3, 3, 3, 4, 5, 16))
         >>> activations, means, variances = conv_em_routing(
-        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5), [1.0,
-        ...                    2.0])
+        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5),
+        ...     [1.0, 2.0])
         >>> tuple(activations.shape), tuple(means.shape)
         ((2, 3, 3, 5), (2, 3, 3, 5, 16))
     """
@@ -160,12 +160,11 @@ def conv_em_routing_by_parent(
 
     Examples:
 
-        >>> votes = np.random.default_rng(0).normal(size=(2, 3, 3, 5, 3, 3, 4,
-        ...                               16))
+        >>> rng = np.random.default_rng(0)
+        >>> votes = rng.normal(size=(2, 3, 3, 5, 3, 3, 4, 16))
         >>> logits, means, variances = conv_em_routing_by_parent(
-        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5), [1.0,
-        ...                    2.0],
-        ...     return_logits=True)
+        ...     votes, np.ones((2, 5, 5, 4)), np.zeros(5), np.zeros(5),
+        ...     [1.0, 2.0], return_logits=True)
         >>> tuple(logits.shape), tuple(variances.shape)
         ((2, 3, 3, 5), (2, 3, 3, 5, 16))
     """

@@ -166,8 +166,8 @@ def em_routing(
 
         >>> votes = np.random.default_rng(0).normal(size=(2, 6, 3, 16))
         >>> activations, means, variances = em_routing(
-        ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3), [1.0, 2.0,
-        ...                    3.0])
+        ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3),
+        ...     [1.0, 2.0, 3.0])
         >>> means.shape
         TensorShape([2, 3, 16])
     """

@@ -41,7 +41,7 @@ def heinsen_routing(
     a_inp[i]           scores             (batch, n_in), logits
     V[i, j, c, h]      votes              (batch, n_in, n_out, d_cov, d_out)
     beta_use, _ign     beta_use, beta_ign (n_in, n_out) or (n_out,)
-    R[i, j]            steps.responsibility     (batch, n_in, n_out)
+    R[i, j]            responsibility     (batch, n_in, n_out)
     D_use, D_ign       use, ignore        (batch, n_in, n_out)
     a_out[j]           output scores      (batch, n_out), logits
     mu[j, c, h]        means              (batch, n_out, d_cov, d_out)

@@ -85,8 +85,8 @@ def interpolating_coefficients(beta, s):
 
     Examples:
 
-        >>> lambda_0, lambda_1 = interpolating_coefficients(np.array([1.0]),
-        ...                                                 1.5)
+        >>> beta = np.array([1.0])
+        >>> lambda_0, lambda_1 = interpolating_coefficients(beta, 1.5)
         >>> bool(lambda_1[0] < lambda_0[0])
         True
     """
