@@ -29,6 +29,11 @@ from keras_capsules.models.matrix_capsnet import (
     small_matrix_capsnet,
     viewpoint_cnn,
 )
+from keras_capsules.models.paper_backbones import (
+    capsnet_backbone,
+    heinsen_image_backbone,
+    matrix_capsnet_backbone,
+)
 from keras_capsules.models.posterior_measures import (
     expected_presence_count,
     presence_information,
@@ -45,14 +50,17 @@ __all__ = [
     "GenerativeCapsuleConfig",
     "VariationalAutoencoder",
     "capsnet",
+    "capsnet_backbone",
     "capsule_classifier",
     "classifier_loss",
     "default_backbone",
     "expected_presence_count",
     "generative_capsule_autoencoder",
     "heinsen_image",
+    "heinsen_image_backbone",
     "heinsen_sequence",
     "matrix_capsnet",
+    "matrix_capsnet_backbone",
     "presence_information",
     "selection_information",
     "small_matrix_capsnet",

@@ -11,6 +11,7 @@ from keras import ops
 from keras_capsules import layers
 from keras_capsules.losses import MarginLoss, ReconstructionLoss
 from keras_capsules.models.capsnet_config import CapsNetConfig
+from keras_capsules.models.paper_backbones import capsnet_layers
 from keras_capsules.recipes import gradient_step
 
 
@@ -57,20 +58,8 @@ class CapsNet(keras.Model):
         self.num_classes = num_classes
         self.config = config = CapsNetConfig.get(config)
         self.reconstruction_weight = float(config.reconstruction_weight)
-        self.convolution = keras.layers.Conv2D(
-            config.conv_filters,
-            config.conv_kernel_size,
-            activation="relu",
-            name="conv1",
-        )
-        self.primary_capsules = layers.PrimaryCapsules(
-            config.primary_capsule_types,
-            config.primary_capsule_dim,
-            kernel_size=config.primary_kernel_size,
-            strides=config.primary_strides,
-            convolution_algorithm=config.convolution_algorithm,
-            name="primary_capsules",
-        )
+        # The backbone (`capsnet_backbone`), then the routing head.
+        self.convolution, self.primary_capsules = capsnet_layers(config)
         self.class_capsules = layers.DynamicRouting(
             num_classes,
             config.capsule_dim,

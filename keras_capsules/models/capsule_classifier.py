@@ -67,6 +67,23 @@ def _routing_layer(routing, num_classes, capsule_dim, num_iterations):
     )
 
 
+def _capsule_list(capsules):
+    """A capsule backbone's output as a list of capsules `[(b, n), (b, n,
+    d_cov, d)]`, flattened from a grid `[(b, H, W, B), (b, H, W, B, d_cov,
+    d)]`."""
+    if len(capsules) != 2 or len(capsules[1].shape) not in (4, 6):
+        shapes = [tuple(x.shape) for x in capsules]
+        raise ValueError(
+            "`capsule_classifier` expects a backbone that gives feature "
+            "maps `(batch, H, W, C)` or capsules in the capsule contract: "
+            "`[logits (batch, n), poses (batch, n, d_cov, d)]` or the same "
+            f"on a grid. Received outputs of shapes {shapes}."
+        )
+    if len(capsules[1].shape) == 6:
+        return layers.FlattenCapsules(name="primary_list")(capsules)
+    return capsules
+
+
 def capsule_classifier(
     image_shape,
     num_classes,
@@ -90,15 +107,20 @@ def capsule_classifier(
 
     The primary stage (`layers.PrimaryMatrixCapsules`, then
     `layers.FlattenCapsules`) is the same for every family, and each
-    family's class capsules have a
-    weight `W[i, j]` of `4 x capsule_dim` per input and class, so the
-    families differ only in how they route. `routing="regression"`
-    replaces the primary and class capsules with a `CapsuleRegression`
-    head over the flattened features (Saul's model: one capsule per
-    class, no routing); its logits are the log of its class
+    family's class capsules have a weight `W[i, j]` of `4 x capsule_dim`
+    per input and class, so the families differ only in how they route.
+    `routing="regression"` replaces the primary and class capsules with a
+    `CapsuleRegression` head over the flattened features (Saul's model:
+    one capsule per class, no routing); its logits are the log of its class
     probabilities. A layer given as `routing` must map `[logits (batch,
     n), poses (batch, n, 4, 4)]` to `[logits (batch, num_classes), poses]`
     (the capsule contract; see `layers.CapsuleRouting`).
+
+    A backbone that gives capsules in the contract, such as a paper
+    model's (`capsnet_backbone`, `heinsen_image_backbone`,
+    `matrix_capsnet_backbone`), takes the place of the primary stage: its
+    capsules (flattened if on a grid) go to the routing head, so any
+    family can route any paper's capsules.
 
     `classifier_loss(routing)` gives each family's loss on these logits.
 
@@ -111,7 +133,8 @@ def capsule_classifier(
             (costs standardised across the classes, or, for fewer than 3
             classes, divided by the number of input capsules).
         backbone: a Keras model (or layer) from images to feature maps
-            `(batch, H, W, C)`; None for `default_backbone(image_shape)`.
+            `(batch, H, W, C)` or to capsules in the contract; None for
+            `default_backbone(image_shape)`.
         num_primary_types: int `B`, primary capsule types per position.
         capsule_dim: int, columns of each class capsule's pose.
         num_iterations: int, routing iterations of the class capsules.
@@ -132,6 +155,12 @@ def capsule_classifier(
         >>> model = capsule_classifier(
         ...     (28, 28, 1), 10, routing=HeinsenRouting(10, 4,
         ...      num_iterations=2))
+        >>> from keras_capsules.models import matrix_capsnet_backbone
+        >>> model = capsule_classifier(
+        ...     (28, 28, 1), 10, routing="dynamic",
+        ...     backbone=matrix_capsnet_backbone(8, 4, (28, 28, 1)))
+        >>> tuple(model(np.zeros((2, 28, 28, 1))).shape)
+        (2, 10)
     """
     if isinstance(routing, str) and routing not in ROUTINGS:
         raise ValueError(
@@ -142,16 +171,27 @@ def capsule_classifier(
     images = keras.Input(image_shape, name="images")
     backbone = backbone or default_backbone(image_shape)
     features = backbone(images)
+    gives_capsules = isinstance(features, (list, tuple))
     if routing == "regression":
+        if gives_capsules:
+            raise ValueError(
+                "`capsule_classifier` with routing='regression' expects a "
+                "backbone that gives feature maps. Received a backbone "
+                f"that gives {len(features)} outputs (capsules). Pass "
+                "another routing, or a backbone of feature maps."
+            )
         flat = keras.layers.Flatten(name="flatten")(features)
         logits = layers.CapsuleRegression(
             num_classes, capsule_dim, return_logits=True, name="class_capsules"
         )(flat)
     else:
-        capsules = layers.PrimaryMatrixCapsules(
-            num_primary_types, name="primary_caps"
-        )(features)
-        capsules = layers.FlattenCapsules(name="primary_list")(capsules)
+        if gives_capsules:
+            capsules = _capsule_list(features)
+        else:
+            capsules = layers.PrimaryMatrixCapsules(
+                num_primary_types, name="primary_caps"
+            )(features)
+            capsules = layers.FlattenCapsules(name="primary_list")(capsules)
         logits, _ = _routing_layer(
             routing, num_classes, capsule_dim, num_iterations
         )(capsules)

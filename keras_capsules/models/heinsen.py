@@ -4,42 +4,7 @@ sequences of embeddings (sec. 5, Fig. 5)."""
 import keras
 
 from keras_capsules import layers
-from keras_capsules.models.normalization import batch_normalization
-
-# Convolution strides of the image model's six 3x3 convolutions.
-_IMAGE_STRIDES = (1, 2, 1, 2, 1, 2)
-_INITIALIZATIONS = ("author", "keras")
-_PADDINGS = ("same", "valid")
-# The paper's model uses PyTorch's batch normalisation, whose running
-# statistics move by 0.1 per step: Keras momentum 0.9 (Keras's default,
-# 0.99, lags far behind in short runs).
-_NORM_MOMENTUM = 0.9
-
-
-def _torch_default_uniform(fan_in):
-    """PyTorch's default for a convolution's kernel and bias: uniform in
-    `+-1 / sqrt(fan_in)` (its Kaiming-uniform with `a = sqrt(5)`)."""
-    limit = fan_in**-0.5
-    return keras.initializers.RandomUniform(-limit, limit)
-
-
-def _convolution_initializers(initialization, fan_in, stem):
-    """`(kernel_initializer, bias_initializer)` of one convolution.
-
-    `"author"`, as the author's code (glassroom/heinsen_routing): the six
-    3x3 convolutions get Kaiming-normal kernels (fan-in, gain sqrt 2, not
-    truncated) and PyTorch's default biases; the two 1x1 convolutions
-    PyTorch's defaults for both. `"keras"`: Glorot-uniform kernels and
-    zero biases (Keras's defaults).
-    """
-    if initialization == "keras":
-        return "glorot_uniform", "zeros"
-    kernel = (
-        keras.initializers.VarianceScaling(2.0, "fan_in", "untruncated_normal")
-        if stem
-        else _torch_default_uniform(fan_in)
-    )
-    return kernel, _torch_default_uniform(fan_in)
+from keras_capsules.models import paper_backbones
 
 
 def heinsen_image(
@@ -56,11 +21,10 @@ def heinsen_image(
 ):
     """Returns Heinsen's smallNORB model for images of any size.
 
-    Coordinate channels (-1..1 down and across) join the image; six 3x3
-    convolutions of `filters` channels with strides 1, 2, 1, 2, 1, 2, each
-    after batch normalisation and followed by Swish; two 1x1 convolutions
-    (each after batch normalisation) give every location `num_parts` input
-    scores and poses of `pose_shape`. Routing 1 takes the `num_parts x H'
+    The backbone (`heinsen_image_backbone`: coordinate channels, six 3x3
+    convolutions with batch normalisation and Swish, two 1x1 convolutions)
+    gives every location `num_parts` input scores and poses of
+    `pose_shape`. The routing head: routing 1 takes the `num_parts x H'
     x W'` input capsules with weights shared across them (any image size)
     to `num_parts` capsules; routing 2 takes those (weights per input) to
     `num_classes` capsules. The output is the class capsules' scores
@@ -102,64 +66,19 @@ def heinsen_image(
         >>> tuple(model(np.zeros((2, 32, 32, 1))).shape)
         (2, 5)
     """
-    for argument, value, options in (
-        ("initialization", initialization, _INITIALIZATIONS),
-        ("padding", padding, _PADDINGS),
-    ):
-        if value not in options:
-            raise ValueError(
-                f"`heinsen_image` expects `{argument}` to be one of "
-                f"{options}. Received: {argument}={value!r}."
-            )
-    d_cov, d_pose = pose_shape
-    images = keras.Input(image_shape, name="images")
-    x = layers.CoordinateChannels(name="coordinates")(images)
-    channels = image_shape[-1] + 2
-    for index, strides in enumerate(_IMAGE_STRIDES):
-        x = batch_normalization(
-            momentum=_NORM_MOMENTUM, name=f"norm{index + 1}"
-        )(x)
-        kernel_init, bias_init = _convolution_initializers(
-            initialization, 9 * channels, stem=True
-        )
-        x = keras.layers.Conv2D(
-            filters,
-            3,
-            strides=strides,
-            padding=padding,
-            activation="swish",
-            kernel_initializer=kernel_init,
-            bias_initializer=bias_init,
-            name=f"conv{index + 1}",
-        )(x)
-        channels = filters
-    kernel_init, bias_init = _convolution_initializers(
-        initialization, filters, stem=False
+    paper_backbones.check_heinsen_options(
+        "heinsen_image", initialization=initialization, padding=padding
     )
-    scores = batch_normalization(momentum=_NORM_MOMENTUM, name="score_norm")(x)
-    scores = keras.layers.Conv2D(
-        num_parts,
-        1,
-        kernel_initializer=kernel_init,
-        bias_initializer=bias_init,
-        name="score_conv",
-    )(scores)
-    scores = keras.layers.Reshape((-1,), name="input_scores")(scores)
-    poses = batch_normalization(momentum=_NORM_MOMENTUM, name="pose_norm")(x)
-    poses = keras.layers.Conv2D(
-        num_parts * d_cov * d_pose,
-        1,
-        kernel_initializer=kernel_init,
-        bias_initializer=bias_init,
-        name="pose_conv",
-    )(poses)
-    poses = keras.layers.Reshape((-1, d_cov, d_pose), name="input_poses")(poses)
+    images = keras.Input(image_shape, name="images")
+    scores, poses = paper_backbones.heinsen_image_capsules(
+        images, filters, num_parts, pose_shape, initialization, padding
+    )
     class_scores = part_and_class_routing(
         scores,
         poses,
         num_parts,
         num_classes,
-        d_pose,
+        pose_shape[1],
         num_iterations,
         routing_epsilon,
     )

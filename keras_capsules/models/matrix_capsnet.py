@@ -4,6 +4,7 @@ the CNN baseline of its novel-viewpoint experiment (sec. 5.1)."""
 import keras
 
 from keras_capsules import layers
+from keras_capsules.models.paper_backbones import matrix_capsnet_capsules
 
 # The routing of the model by default; `layers.EMRouting.PRESETS`.
 DEFAULT_ROUTING = "standardized"
@@ -24,7 +25,8 @@ def matrix_capsnet(
 
     ```none
     ReLU Conv1     5x5, A channels, stride 2          } the backbone
-    PrimaryCaps    1x1, B capsule types (4x4 pose + activation logit)
+    PrimaryCaps    1x1, B capsule types (4x4 pose     } (alone:
+                   and activation logit)              } matrix_capsnet_backbone)
     ConvCaps1      3x3, C types, stride 2, EM routing } the routing head
     ConvCaps2      3x3, D types, stride 1, EM routing
     Class Capsules one per class, shared per type, coordinate addition
@@ -65,10 +67,7 @@ def matrix_capsnet(
         TensorShape([2, 5])
     """
     images = keras.Input(input_shape, name="images")
-    features = keras.layers.Conv2D(
-        A, 5, strides=2, activation="relu", name="conv1"
-    )(images)
-    capsules = layers.PrimaryMatrixCapsules(B, name="primary_caps")(features)
+    capsules = matrix_capsnet_capsules(images, A, B)  # the backbone
     capsules = layers.ConvMatrixCapsules(
         C, 3, strides=2, routing=routing, name="conv_caps1"
     )(capsules)
