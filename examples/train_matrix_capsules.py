@@ -50,7 +50,6 @@ DEFAULTS = {
     "epochs": 10,
     "batch_size": 32,
     "learning_rate": 3e-3,
-    "routing_iterations": None,
     "jit_compile": "true",
     "backup_steps": 200,
 }

@@ -79,6 +79,30 @@ def test_a_script_has_at_most_25_flags(script):
     assert len(own) + len(run) <= MOST_FLAGS, (script, sorted(own | run))
 
 
+def _defaults(tree):
+    """The literal keys of the module's `DEFAULTS` dict (none if it has
+    none); a `**` entry (a preset's settings) is left out."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            ast.unparse(target) == "DEFAULTS" for target in node.targets
+        ):
+            keys = (key for key in node.value.keys if key is not None)
+            return {ast.literal_eval(key) for key in keys}
+    return set()
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_script_sets_defaults_only_of_its_flags(script):
+    # In a fresh process only the script's own modules define flags: a
+    # default of another's flag fails there (`runs.set_defaults`).
+    own, run = _flags(script, set())
+    names = {name.split(".", 1)[1] for name in own} | run
+    assert _defaults(_tree(script)) <= names, (
+        script,
+        sorted(_defaults(_tree(script)) - names),
+    )
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_no_script_imports_another(script):
     imported = _imported_examples(_tree(script))
