@@ -80,7 +80,11 @@ class ExamplesTest(tf.test.TestCase):
             # Each model's XLA compilation is tested with the model; this
             # is the demo's flow, rows and figures.
             jit_compile="false",
+            batch_parts=2,
         )
+        # The matrix row trained in batch parts, its figure drawn from the
+        # model inside.
+        self.assertEqual(results["flags"]["batch_parts"], 2)
         rows = results["rows"]
         self.assertLen(rows, 9)
         self.assertEqual(rows[-2]["model"], "matrix capsules, EM routing")
@@ -106,30 +110,28 @@ class ExamplesTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         settings = {
             "model_dir": directory,
-            "preset": "default:train_size=300,matrix_train_size=64",
+            "preset": "default:train_size=300,em_iterations=3",
             "test_size": 100,
             # What is tested is the choice of rows, not their compilation.
             "jit_compile": "false",
         }
-        results = run_demo(only=["matrix"], batch_parts=2, **settings)
+        results = run_demo(only=["one_vs_all"], **settings)
         self.assertEqual(
             [row["model"] for row in results["rows"]],
-            ["matrix capsules, EM routing"],
+            ["capsule regression, one-vs-all"],
         )
-        # Trained in batch parts, its figure drawn from the model inside.
-        self.assertEqual(results["flags"]["batch_parts"], 2)
-        self.assertTrue(
-            os.path.exists(os.path.join(directory, "em_vote_distances.png"))
+        # The preset's field changed, the others the default budget's.
+        self.assertEqual(results["budget"]["em_iterations"], 3)
+        self.assertEqual(
+            results["budget"]["capsnet_epochs"], demo.Budget().capsnet_epochs
         )
-        self.assertEqual(results["budget"]["em_iterations"], 400)
-        self.assertEqual(results["budget"]["matrix_train_size"], 64)
-        self.assertFalse(
-            os.path.exists(os.path.join(directory, "latent_space.png"))
-        )
+        # No figure of a row not run.
+        for name in ("capsnet_reconstructions.png", "em_vote_distances.png"):
+            self.assertFalse(os.path.exists(os.path.join(directory, name)))
         with self.assertRaisesRegex(
             app.UsageError, r"unknown models \['cnn'\]"
         ):
-            run_demo(only=["matrix", "cnn"], **settings)
+            run_demo(only=["one_vs_all", "cnn"], **settings)
 
 
 class QuietStartTest(tf.test.TestCase):

@@ -10,6 +10,7 @@ import tempfile
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
@@ -24,8 +25,12 @@ _TIMEOUT = 300  # seconds, for one run of a script
 
 
 def command(script, model_dir, flags):
-    """The script's command with a backup after every step."""
-    return script_command(script, [*flags, "--backup_steps=1"], model_dir)
+    """The script's command with a backup after every step, without XLA
+    (what is tested is resuming; each script's XLA compilation is tested
+    with the script)."""
+    return script_command(
+        script, [*flags, "--backup_steps=1", "--jit_compile=false"], model_dir
+    )
 
 
 def run_to_the_end(arguments):
@@ -122,8 +127,8 @@ class KillAndResumeTest(tf.test.TestCase):
             "train_capsnet",
             [
                 "--dataset=procedural_shapes",
-                "--train_size=256",
-                "--test_size=64",
+                "--train_size=128",
+                "--test_size=32",
                 "--batch_size=32",
                 "--preset=small:conv_filters=16,primary_capsule_types=4,"
                 "decoder_units=32",
@@ -132,6 +137,10 @@ class KillAndResumeTest(tf.test.TestCase):
             "capsnet.keras",
         )
 
+    # Long (four runs of the script); what differs from CapsNet's run,
+    # resuming mixup's draws and the epoch's crops, is tested in the
+    # default suite by test_mixup.py and test_epoch_order.py.
+    @pytest.mark.slow
     def test_train_heinsen_image(self):
         # Mixup draws from a seed generator; crops from the epoch's seed:
         # what differs from CapsNet's run is resuming them, so a kill

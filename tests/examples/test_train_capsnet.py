@@ -1,5 +1,6 @@
-"""The CapsNet example: training and resuming (in-process), exporting
-and serving (in a fresh process: serving must not need this one)."""
+"""The CapsNet example: training (in-process), exporting and serving (in
+a fresh process: serving must not need this one). Resuming after a kill:
+test_kill_and_resume.py."""
 
 import json
 import os
@@ -7,7 +8,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from unittest import mock
 
 import keras
 import numpy as np
@@ -16,8 +16,7 @@ from absl import flags as absl_flags
 from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
-from examples import runs, train_capsnet
-from keras_capsules.callbacks import ResumableBackup
+from examples import train_capsnet
 
 FLAGS = absl_flags.FLAGS
 
@@ -76,17 +75,6 @@ def train_in_process(**settings):
     return run_in_process(train_capsnet, **_SMALL_FLAGS, **settings)
 
 
-class Interrupt(keras.callbacks.Callback):
-    """Stops training in the fifth step of the second epoch."""
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_end(self, batch, logs=None):
-        if batch == 4 and self.epoch == 1:
-            raise KeyboardInterrupt
-
-
 class TrainCapsNetTest(tf.test.TestCase):
     def test_exported_model_serves_the_keras_outputs_in_a_fresh_process(self):
         directory = tempfile.mkdtemp()
@@ -109,31 +97,6 @@ class TrainCapsNetTest(tf.test.TestCase):
         self.assertEqual(served["capsules"].shape, (5, 10, 16))
         self.assertAllClose(served["capsules"], capsules, atol=1e-6)
         self.assertAllClose(served["probabilities"], lengths, atol=1e-6)
-
-    def test_interrupted_run_resumes_from_its_backup(self):
-        directory = tempfile.mkdtemp()
-        settings = {
-            "epochs": 2,
-            "backup_steps": 2,
-            "figures": False,
-            "model_dir": directory,
-        }
-        make_callbacks = runs.callbacks
-        with mock.patch.object(
-            runs,
-            "callbacks",
-            lambda model_file: make_callbacks(model_file) + [Interrupt()],
-        ):
-            with self.assertRaises(KeyboardInterrupt):
-                train_in_process(**settings)
-        backup = ResumableBackup(os.path.join(directory, "backup"))
-        # Backups after 2 and 4 steps of the second epoch.
-        self.assertEqual(backup.position(), (1, 4))
-        results = train_in_process(**settings)
-        # The rest of the second epoch ran after the restart; the history
-        # is the whole run's.
-        self.assertLen(results["history"]["loss"], 2)
-        self.assertEqual(backup.position(), (2, 0))
 
 
 if __name__ == "__main__":

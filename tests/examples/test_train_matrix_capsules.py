@@ -65,23 +65,45 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
         )
         self.assertEqual(results["routing"]["num_iterations"], 2)
 
-    def test_paper_recipe_with_overrides(self):
+    def test_a_recipe_override_that_is_not_a_field_is_refused(self):
+        with self.assertRaisesRegex(Exception, "overrides fields of"):
+            run_in_process(
+                train_matrix_capsules,
+                dataset="procedural_shapes",
+                preset="paper:floor=5e-4",
+                model_dir=tempfile.mkdtemp(),
+            )
+
+    def test_paper_recipe_with_overrides_trains_in_batch_parts(self):
         directory = tempfile.mkdtemp()
         results = run_in_process(
             train_matrix_capsules,
             dataset="procedural_shapes",
             model="small",
             preset="paper:variance_floor=5e-4,assignment_smoothing=0.5",
-            train_size=32,
+            batch_parts=2,
+            train_size=33,
             test_size=16,
             batch_size=16,
             epochs=1,
-            # What is tested is the recipe's settings, not compilation.
+            # What is tested is the recipe's settings and the batch parts;
+            # XLA: the viewpoint run here, BatchParts' own tests.
             jit_compile="false",
             model_dir=directory,
         )
+        self.assertEqual(results["flags"]["batch_parts"], 2)
+        # 33 examples: two batches of 16 and one of 1 (its second slice
+        # empty).
+        self.assertEqual(results["steps"], 3)
+        self.assertBetween(results["evaluation"]["test"]["accuracy"], 0.0, 1.0)
+        self.assertEqual(results["routing"]["variance_floor"], 5e-4)
         model = keras.models.load_model(
             os.path.join(directory, "matrix_capsnet.keras")
+        )
+        self.assertEqual(model.parts, 2)
+        self.assertIs(
+            model.get_layer("class_capsules"),
+            model.model.get_layer("class_capsules"),
         )
         for name in ("conv_caps1", "conv_caps2", "class_capsules"):
             routing = model.get_layer(name).routing
@@ -93,44 +115,6 @@ class TrainMatrixCapsulesTest(tf.test.TestCase):
                 model.get_layer(name).inverse_temperature_weight,
                 [1e-3 / 3, 2e-3 / 3, 1e-3],
             )
-        self.assertEqual(results["routing"]["variance_floor"], 5e-4)
-
-    def test_a_recipe_override_that_is_not_a_field_is_refused(self):
-        with self.assertRaisesRegex(Exception, "overrides fields of"):
-            run_in_process(
-                train_matrix_capsules,
-                dataset="procedural_shapes",
-                preset="paper:floor=5e-4",
-                model_dir=tempfile.mkdtemp(),
-            )
-
-    def test_batch_parts_train_in_slices_and_save_the_wrapper(self):
-        directory = tempfile.mkdtemp()
-        results = run_in_process(
-            train_matrix_capsules,
-            dataset="procedural_shapes",
-            model="small",
-            batch_parts=2,
-            train_size=33,
-            test_size=16,
-            batch_size=16,
-            epochs=1,
-            model_dir=directory,
-        )
-        self.assertEqual(results["flags"]["batch_parts"], 2)
-        # 33 examples: two batches of 16 and one of 1 (its second slice
-        # empty).
-        self.assertEqual(results["steps"], 3)
-        self.assertBetween(results["evaluation"]["test"]["accuracy"], 0.0, 1.0)
-        model = keras.models.load_model(
-            os.path.join(directory, "matrix_capsnet.keras")
-        )
-        self.assertEqual(model.parts, 2)
-        self.assertIs(
-            model.get_layer("class_capsules"),
-            model.model.get_layer("class_capsules"),
-        )
-        self.assertEqual(model.get_layer("class_capsules").num_iterations, 2)
 
 
 if __name__ == "__main__":

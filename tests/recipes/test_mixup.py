@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_capsules import recipes
+from keras_capsules.callbacks import ResumableBackup
 
 
 class MixupTest(tf.test.TestCase):
@@ -108,6 +109,45 @@ class MixupClassifierTest(tf.test.TestCase):
         )
         self.assertEqual(int(restored.optimizer.iterations), 100)
         restored.fit(x, y, batch_size=16, epochs=1, verbose=0)
+
+    def test_a_run_stopped_mid_epoch_resumes_its_draws(self):
+        # The mixing weights and partners come from a seed generator: a
+        # run resumed from a backup draws what an uninterrupted run draws
+        # (the script-level kill test of train_heinsen_image is `slow`).
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(32, 4)).astype("float32")
+        y = np.eye(3, dtype="float32")[np.argmax(x[:, :3], axis=1)]
+
+        def epoch_batches(epoch):
+            return tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+
+        class Stop(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                if batch == 1 and self.model.optimizer.iterations > 4:
+                    raise KeyboardInterrupt
+
+        def run(backup_dir, callbacks=()):
+            keras.utils.set_random_seed(0)
+            model = recipes.MixupClassifier(
+                tiny_classifier(), alpha=0.2, seed=0
+            )
+            model.compile(
+                optimizer=keras.optimizers.Adam(0.05),
+                loss=keras.losses.CategoricalCrossentropy(from_logits=True),
+            )
+            backup = ResumableBackup(backup_dir, save_freq=1)
+            backup.fit(
+                model, epoch_batches, 3, callbacks=list(callbacks), verbose=0
+            )
+            return model.get_weights()
+
+        expected = run(self.create_tempdir().full_path)
+        backup_dir = self.create_tempdir().full_path
+        with self.assertRaises(KeyboardInterrupt):
+            run(backup_dir, [Stop()])
+        self.assertEqual(ResumableBackup(backup_dir).position(), (1, 2))
+        for got, want in zip(run(backup_dir), expected):
+            self.assertAllClose(got, want, rtol=1e-6, atol=1e-6)
 
     def test_evaluation_mixes_nothing(self):
         model = recipes.MixupClassifier(tiny_classifier(), alpha=0.2)
