@@ -25,22 +25,25 @@ def as_dataset(x, y, batch=128):
 
 
 def numpy_em_update(x, y, kernel, nu):
-    """Eqs. 22 and 26 for one multiclass model, example by example."""
+    """Eqs. 22 and 26 for one multiclass model, example by example (the
+    ops of eqs. 16 and 19, tested on their own, called once for all)."""
     m, d = kernel.shape[1:]
+    x = x.astype(np.float64)
     gram = x.T @ x
-    numerator = np.zeros_like(kernel)
-    for x_l, y_l in zip(x.astype(np.float64), y):
-        means = np.einsum("p,pjd->jd", x_l, kernel)
-        probabilities = capsule_ops.capsule_regression_probabilities(
-            means
-        ).numpy()
+    all_means = np.einsum("lp,pjd->ljd", x, kernel)
+    all_probabilities = capsule_ops.capsule_regression_probabilities(
+        all_means
+    ).numpy()
+    all_posteriors = capsule_ops.capsule_regression_posterior_means(
+        all_means, y
+    ).numpy()
+    numerator = np.zeros_like(kernel, np.float64)
+    for x_l, y_l, means, probabilities, posterior in zip(
+        x, y, all_means, all_probabilities, all_posteriors
+    ):
         ratio = np.max(np.delete(probabilities, y_l)) / probabilities[y_l]
         if ratio <= nu:
             posterior = means  # eq. 26: the prior mean.
-        else:
-            posterior = capsule_ops.capsule_regression_posterior_means(
-                means, y_l
-            ).numpy()
         numerator += np.einsum("p,jd->pjd", x_l, posterior)
     solved = np.linalg.solve(gram, numerator.reshape(len(gram), m * d))
     return solved.reshape(kernel.shape)
