@@ -56,7 +56,9 @@ class CodeBlocksTest(tf.test.TestCase, parameterized.TestCase):
             finally:
                 os.chdir(previous)
                 keras.config.set_dtype_policy(policy)
-                keras.backend.clear_session()
+                # No garbage collection: in a worker that has run many tests
+                # it takes seconds, and the heap is collected as it grows.
+                keras.backend.clear_session(free_memory=False)
 
     @parameterized.named_parameters(
         _named(p for p in PAGES if markdown_code.commands(_page_text(p)))
