@@ -112,9 +112,10 @@ def capsule_classifier(
     `routing="regression"` replaces the primary and class capsules with a
     `CapsuleRegression` head over the flattened features (Saul's model:
     one capsule per class, no routing); its logits are the log of its class
-    probabilities. A layer given as `routing` must map `[logits (batch,
-    n), poses (batch, n, 4, 4)]` to `[logits (batch, num_classes), poses]`
-    (the capsule contract; see `layers.CapsuleRouting`).
+    probabilities. A layer given as `routing` must map the input capsules
+    `[logits (batch, n), poses (batch, n, d_cov, d)]` (4 x 4 poses from
+    the primary stage) to `[logits (batch, num_classes), poses]` (the
+    capsule contract; see `layers.CapsuleRouting`).
 
     A backbone that gives capsules in the contract, such as a paper
     model's (`capsnet_backbone`, `heinsen_image_backbone`,

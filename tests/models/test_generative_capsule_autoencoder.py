@@ -61,15 +61,6 @@ def test_training_raises_the_bound():
     assert elbo[-1] > elbo[0] + 50, elbo
 
 
-def test_fit_traces_the_training_step_once():
-    model = tiny_autoencoder()
-    traces = count_train_step_traces(model)
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    model.fit(shapes(32), batch_size=16, epochs=2, verbose=0)
-    assert len(traces) == 1
-    assert int(model.optimizer.iterations.numpy()) == 4
-
-
 def test_save_and_load_keep_encoder_and_decoder():
     model = tiny_autoencoder("gaussian")
     images = shapes(4)
@@ -228,13 +219,16 @@ def test_top_information_is_zero_for_a_top_layer_that_ignores_its_input():
     assert used["top_presence_spread"] > 0.05, used
 
 
-def test_fit_logs_what_the_top_layer_carries_every_epoch():
+def test_fit_traces_its_step_once_and_logs_the_top_layer_every_epoch():
     model = tiny_autoencoder()
+    traces = count_train_step_traces(model)
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     images = shapes(32)
     history = model.fit(
         images, batch_size=16, epochs=2, validation_data=(images,), verbose=0
     ).history
+    assert len(traces) == 1
+    assert int(model.optimizer.iterations.numpy()) == 4
     for name in (
         "top_information",
         "top_presence_information",
