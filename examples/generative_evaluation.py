@@ -107,36 +107,30 @@ def write_figures(model, test_sets, model_dir):
 
 def probe_table(model, vae, probe_sets, test_sets):
     """Probe accuracies `{kind: {test set: accuracy}}` for one protocol:
-    `probe_sets` maps every test set to the probe's training images."""
+    `probe_sets` maps every test set to the probe's training images. Test
+    sets that share training images share one probe of each kind (the
+    upright protocol: one probe instead of one per test set)."""
 
-    def vae_features(images):
-        mean, std = generative_training.in_batches(vae.encode, images)
-        return np.concatenate([mean, std], 1)
-
-    table = {"t0": {}, "t0_A0": {}, **({"vae": {}} if vae is not None else {})}
-    cache = {}
-    for name, (test_images, test_labels) in test_sets.items():
-        train_images, train_labels = probe_sets[name]
-        key = id(train_images)
-        if key not in cache:
-            cache[key] = (
-                generative_training.top_features(model, train_images),
-                (vae_features(train_images) if vae else None),
-            )
-        train_capsules, train_vae = cache[key]
-        test_capsules = generative_training.top_features(model, test_images)
-        for kind in ("t0", "t0_A0"):
-            table[kind][name] = probe(
-                train_capsules[kind],
-                train_labels,
-                {name: test_capsules[kind]},
-                {name: test_labels},
-            )[name]
+    def features(images):
+        found = generative_training.top_features(model, images)
         if vae is not None:
-            table["vae"][name] = probe(
-                train_vae,
-                train_labels,
-                {name: vae_features(test_images)},
-                {name: test_labels},
-            )[name]
+            mean, std = generative_training.in_batches(vae.encode, images)
+            found["vae"] = np.concatenate([mean, std], 1)
+        return found
+
+    kinds = ("t0", "t0_A0", *(("vae",) if vae is not None else ()))
+    table = {kind: {} for kind in kinds}
+    groups = {}  # id of the training images: names of their test sets
+    for name in test_sets:
+        groups.setdefault(id(probe_sets[name][0]), []).append(name)
+    for names in groups.values():
+        train_images, train_labels = probe_sets[names[0]]
+        train = features(train_images)
+        test = {name: features(test_sets[name][0]) for name in names}
+        labels = {name: test_sets[name][1] for name in names}
+        for kind in kinds:
+            by_set = {name: test[name][kind] for name in names}
+            accuracies = probe(train[kind], train_labels, by_set, labels)
+            for name in names:
+                table[kind][name] = accuracies[name]
     return table

@@ -4,6 +4,15 @@ import numpy as np
 import tensorflow as tf
 
 from keras_capsules import datasets
+from keras_capsules.datasets import procedural_shapes as shapes_module
+
+
+def _to_segment(x, y, stroke):
+    """Distance from `(x, y)` to the segment `(x0, y0, x1, y1)`."""
+    x0, y0, x1, y1 = stroke
+    dx, dy = x1 - x0, y1 - y0
+    t = min(max(((x - x0) * dx + (y - y0) * dy) / (dx**2 + dy**2), 0), 1)
+    return np.hypot(x - x0 - t * dx, y - y0 - t * dy)
 
 
 class ProceduralShapesTest(tf.test.TestCase):
@@ -41,6 +50,37 @@ class ProceduralShapesTest(tf.test.TestCase):
         self.assertGreater(np.abs(images[0] - images[1]).sum(), 50.0)
         # A shift of 2 pixels to the right moves the ink by 2 columns.
         self.assertAllClose(images[2][:, 4:20], images[0][:, 2:18], atol=0.05)
+
+    def test_ink_is_the_nearest_strokes_edge_at_every_pixel(self):
+        # Pixel by pixel in float64, as the module docstring describes an
+        # image: a pixel's ink is a soft edge at a fixed distance from the
+        # object's nearest stroke, in the object's own frame.
+        labels = np.array([0, 5, 9])
+        poses = np.array(
+            [[0.3, 0.9, 1.0, -2.0], [-2.5, 0.75, 0.0, 0.5], [1.0, 1.0, 0, 0]],
+            np.float32,
+        )
+        size = 11
+        images = datasets.render_shapes(labels, poses, size)[..., 0]
+        half = (size - 1) / 2
+        strokes = list(shapes_module._OBJECTS.values())
+        for image, label, (angle, scale, sx, sy) in zip(images, labels, poses):
+            expected = np.zeros((size, size))
+            for row in range(size):
+                for column in range(size):
+                    u = (column - half - sx) / half
+                    v = (half - row - sy) / half
+                    x = (np.cos(angle) * u + np.sin(angle) * v) / scale
+                    y = (-np.sin(angle) * u + np.cos(angle) * v) / scale
+                    distance = min(
+                        _to_segment(x, y, stroke) for stroke in strokes[label]
+                    )
+                    expected[row, column] = 1 / (
+                        1 + np.exp((distance - 0.12) / 0.04)
+                    )
+            # The renderer's float32 distances (a few epsilons off) times
+            # the edge's steepest slope, 1 / (4 * 0.04) = 6.25.
+            self.assertAllClose(image, expected, atol=2e-6, rtol=0)
 
     def test_bad_split_raises(self):
         with self.assertRaisesRegex(ValueError, "Unknown split"):
