@@ -41,7 +41,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             probe_train_size=128,
             probe_test_size=32,
             probe_epochs=1,
-            rotations=["0", "90"],
+            rotations=["0"],
             vae_epochs=1,
             free_form_steps=3,
             free_form_examples=8,
@@ -60,8 +60,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
         for protocol in ("upright", "matched"):
             for kind in ("t0", "t0_A0", "vae"):
                 self.assertCountEqual(
-                    results["probe"][protocol][kind],
-                    ["rotated_0", "rotated_90", "affine"],
+                    results["probe"][protocol][kind], ["rotated_0", "affine"]
                 )
         self.assertEqual(
             results["free_form"]["learning_rate"],
@@ -71,7 +70,7 @@ class TrainGenerativeCapsulesTest(tf.test.TestCase):
             for way in ("amortised", "free_form"):
                 self.assertCountEqual(
                     results["free_form"][f"{kind}_{way}"],
-                    ["rotated_0", "rotated_90", "affine"],
+                    ["rotated_0", "affine"],
                 )
         for name in ("templates.png", "reconstructions.png", "history.csv"):
             self.assertTrue(os.path.exists(os.path.join(directory, name)))
