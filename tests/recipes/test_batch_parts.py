@@ -62,44 +62,52 @@ class PartBoundsTest(tf.test.TestCase):
 
 class BatchPartsModelTest(tf.test.TestCase):
     def assert_same_training(self, batch_size, parts, jit_compile):
-        """Two steps of the model in `parts` against Keras's step of the
-        whole batch, from the same weights: weights, loss and accuracy."""
+        """Two steps of the model in each of `parts` against Keras's step
+        of the whole batch, from the same weights: weights, loss and
+        accuracy."""
         whole = compile_model(capsule_classifier(), jit_compile)
-        in_parts = compile_model(
-            recipes.BatchPartsModel(capsule_classifier(), parts=parts),
-            jit_compile,
-        )
+        want = []
         for step in range(2):
             images, labels, weights = data(batch_size, seed=step)
-            want = whole.train_on_batch(
-                images, labels, sample_weight=weights, return_dict=True
+            want.append(
+                whole.train_on_batch(
+                    images, labels, sample_weight=weights, return_dict=True
+                )
             )
-            got = in_parts.train_on_batch(
-                images, labels, sample_weight=weights, return_dict=True
-            )
-            self.assertAllClose(got["loss"], want["loss"], rtol=1e-5)
-            self.assertAllClose(got["accuracy"], want["accuracy"])
-        for got, want in zip(
-            in_parts.trainable_weights, whole.trainable_weights
-        ):
-            self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
         # The steps changed the weights: the comparison is not of the
         # initial ones.
         self.assertNotAllClose(
             whole.weights[0], capsule_classifier().weights[0]
         )
+        for count in parts:
+            with self.subTest(jit_compile=jit_compile, parts=count):
+                in_parts = compile_model(
+                    recipes.BatchPartsModel(capsule_classifier(), count),
+                    jit_compile,
+                )
+                for step in range(2):
+                    images, labels, weights = data(batch_size, seed=step)
+                    got = in_parts.train_on_batch(
+                        images, labels, sample_weight=weights, return_dict=True
+                    )
+                    self.assertAllClose(
+                        got["loss"], want[step]["loss"], rtol=1e-5
+                    )
+                    self.assertAllClose(got["accuracy"], want[step]["accuracy"])
+                for got, expected in zip(
+                    in_parts.trainable_weights, whole.trainable_weights
+                ):
+                    self.assertAllClose(got, expected, rtol=1e-5, atol=1e-6)
 
     def test_uneven_parts_take_the_whole_batchs_step(self):
         for jit_compile in (True, False):
-            for parts in (2, 3):
-                with self.subTest(jit_compile=jit_compile, parts=parts):
-                    self.assert_same_training(7, parts, jit_compile)
+            self.assert_same_training(7, (2, 3), jit_compile)
 
     def test_fewer_examples_than_parts(self):
-        self.assert_same_training(2, 3, jit_compile=True)
+        self.assert_same_training(2, (3,), jit_compile=True)
 
     def test_one_part_is_kerass_step(self):
-        self.assert_same_training(5, 1, jit_compile=True)
+        self.assert_same_training(5, (1,), jit_compile=True)
 
     def test_evaluate_and_predict_in_parts_match_the_whole_model(self):
         # 11 examples in batches of 4: slices of 2 and 2, and of 2 and 1
