@@ -77,8 +77,9 @@ def fold_patches(patches, grid_size, strides, reduction="sum"):
     kernel_size = patches.shape[3]
     rows, columns = patches.shape[1], patches.shape[2]
     trailing = [[0, 0]] * (len(patches.shape) - 5)
-    # Strided parents land `s` children apart: spread once, for every
-    # kernel offset (a graph of a third of the size of one spread each).
+    # Strided parents land `s` children apart: spread once for every
+    # kernel offset, not once per offset (a sixth of the graph with its
+    # gradient, the same values).
     spread = _spread(_spread(patches, strides, fill, 1), strides, fill, 2)
     result = None
     for ky in range(kernel_size):
