@@ -2,8 +2,7 @@
 
 The names below load with their modules, and TensorFlow Probability with
 them, at the first use of any of them, not at `import keras_capsules`:
-the other families run without TensorFlow Probability (DESIGN.md: what
-needs TensorFlow loads lazily)."""
+the other families run without TensorFlow Probability."""
 
 import importlib
 import pkgutil

@@ -1,7 +1,7 @@
 """`keras_capsules.distributions` loads TensorFlow Probability at the
-first use of one of its names, not at `import keras_capsules` (DESIGN.md:
-what needs TensorFlow loads lazily), and a generative model's `.keras`
-file still loads in a process that has imported nothing else."""
+first use of one of its names, not at `import keras_capsules`, and a
+generative model's `.keras` file still loads in a process that has
+imported nothing else."""
 
 import os
 import tempfile
