@@ -114,11 +114,17 @@ _NUM_PARTS = flags.DEFINE_integer(
 )
 
 
-def main(argv):
-    del argv
+def set_up_run():
+    """Applies the script's defaults and then its preset's (flags given
+    keep their values); returns the run's `tf.distribute.Strategy`."""
     runs.set_defaults(**DEFAULTS)
     preset = runs.choice(_PRESET, PRESETS)
-    strategy = runs.set_up(**{**DEFAULTS, **PRESETS[preset]})
+    return runs.set_up(**{**DEFAULTS, **PRESETS[preset]})
+
+
+def main(argv):
+    del argv
+    strategy = set_up_run()
     name = runs.choice(_DATASET, datasets.heinsen_experiments.DATASETS)
     batch_size = _BATCH_SIZE.value
     padding = _PADDING.value or ("valid" if name == "smallnorb" else "same")

@@ -8,6 +8,8 @@ import tempfile
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import flags as absl_flags
+from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import heinsen_training, train_heinsen_image
@@ -23,6 +25,7 @@ from tests.examples.test_train_capsnet import (
     serve_in_fresh_process,
 )
 
+FLAGS = absl_flags.FLAGS
 _SST_TREES = [
     "(3 (2 It) (4 (4 works) (2 .)))",
     "(1 (2 A) (1 (0 dull) (2 film)))",
@@ -79,25 +82,18 @@ class TrainHeinsenImageTest(tf.test.TestCase):
         self.assertAllClose(served["probabilities"].sum(-1), np.ones(3))
 
     def test_paper_recipe_is_the_default(self):
-        directory = tempfile.mkdtemp()
-        results = run_in_process(
-            train_heinsen_image,
-            dataset="procedural_shapes",
-            # One batch of the preset's 20; without XLA (the run above
-            # compiles the script's model): what is tested is the preset.
-            train_size=20,
-            test_size=16,
-            filters=4,
-            num_parts=2,
-            epochs=1,
-            jit_compile="false",
-            model_dir=directory,
-        )
-        flags = results["flags"]
-        self.assertEqual(flags["optimizer"], "radam")
-        self.assertEqual(flags["learning_rate"], 5e-4)
-        self.assertEqual(flags["mixup_alpha"], 0.2)
-        self.assertEqual(flags["batch_size"], 20)
+        # The flags the script trains with when none is given: its run
+        # set-up alone (the run above trains with a preset given).
+        if not FLAGS.is_parsed():
+            FLAGS.mark_as_parsed()
+        with flagsaver.flagsaver(model_dir=tempfile.mkdtemp()):
+            train_heinsen_image.set_up_run()
+            self.assertEqual(FLAGS.preset, "paper")
+            self.assertEqual(FLAGS.optimizer, "radam")
+            self.assertEqual(FLAGS.learning_rate, 5e-4)
+            self.assertEqual(FLAGS.mixup_alpha, 0.2)
+            self.assertEqual(FLAGS.batch_size, 20)
+            self.assertEqual(FLAGS.epochs, 50)
 
 
 class CompileClassifierTest(tf.test.TestCase):

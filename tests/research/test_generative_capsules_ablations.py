@@ -6,12 +6,17 @@ import json
 import os
 import tempfile
 
+import pytest
 from absl import flags
 from absl.testing import flagsaver
 
 from research import generative_capsules_ablations
 
 
+# Long (a variant trained and probed); research scripts reproduce
+# written-down measurements and are not the library: `make test-all` runs
+# them.
+@pytest.mark.slow
 def test_one_variant_writes_its_line():
     directory = tempfile.mkdtemp()
     output = os.path.join(directory, "ablations.jsonl")

@@ -81,6 +81,10 @@ def test_single_parent_is_the_parent_of_highest_evidence_alone(model):
     np.testing.assert_allclose(present, expected, atol=1e-12)
 
 
+# Long (a probe per evidence weight); research scripts reproduce
+# written-down measurements and are not the library: `make test-all` runs
+# them.
+@pytest.mark.slow
 def test_script_writes_a_line_per_weight(model):
     directory = tempfile.mkdtemp()
     path = os.path.join(directory, "model.keras")
