@@ -9,6 +9,13 @@ OLDEST_STAMP := $(OLDEST_VENV)/.installed
 # The documentation site's tools alone (requirements-docs.txt).
 DOCS_VENV := .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed
+# Keras on JAX, and on PyTorch, without TensorFlow (requirements-jax.txt,
+# requirements-torch.txt).
+JAX_VENV := .venv-jax
+TORCH_VENV := .venv-torch
+# What `make test-jax` and `make test-torch` run: the tests written for
+# every Keras backend (tests/every_backend.py).
+EVERY_BACKEND_TESTS := tests/ops/test_squash.py tests/ops/test_dynamic_routing.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # conformance checks (.keras, SavedModel, XLA, mixed precision), the
 # training step that replaces Keras's training function (batch parts) and
@@ -24,7 +31,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 TEST_THREADS := TF_NUM_INTRAOP_THREADS=1
 WORKERS := -n 2 --dist worksteal
 
-.PHONY: demo test test-oldest test-all docs lint bench clean
+.PHONY: demo test test-oldest test-jax test-torch test-all docs lint bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +54,18 @@ $(DOCS_STAMP): requirements-docs.txt
 	$(DOCS_VENV)/bin/pip install --quiet -r requirements-docs.txt
 	touch $(DOCS_STAMP)
 
+# The environment of one backend without TensorFlow: its requirements, and
+# this package without its own (which name TensorFlow).
+$(JAX_VENV)/.installed $(TORCH_VENV)/.installed: %/.installed: setup.py
+	$(PYTHON) -m venv $*
+	$*/bin/pip install --quiet --upgrade pip
+	$*/bin/pip install --quiet -r requirements$(subst .venv,,$*).txt
+	$*/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+$(JAX_VENV)/.installed: requirements-jax.txt
+$(TORCH_VENV)/.installed: requirements-torch.txt
+
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.quiet_start examples.demo --model_dir=demo_output
 
@@ -55,6 +74,14 @@ test: $(STAMP)
 
 test-oldest: $(OLDEST_STAMP)
 	$(TEST_THREADS) $(OLDEST_VENV)/bin/python -m pytest $(WORKERS) -q $(SMOKE_TESTS)
+
+test-jax: $(JAX_VENV)/.installed
+	KERAS_BACKEND=jax $(JAX_VENV)/bin/python -m pytest $(WORKERS) -q \
+		$(EVERY_BACKEND_TESTS)
+
+test-torch: $(TORCH_VENV)/.installed
+	KERAS_BACKEND=torch $(TORCH_VENV)/bin/python -m pytest $(WORKERS) -q \
+		$(EVERY_BACKEND_TESTS)
 
 test-all: $(STAMP)
 	$(TEST_THREADS) $(VENV)/bin/python -m pytest $(WORKERS) -q -m "slow or not slow" tests
@@ -77,4 +104,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.generative_capsules
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(DOCS_VENV) demo_output site
+	rm -rf $(VENV) $(OLDEST_VENV) $(DOCS_VENV) $(JAX_VENV) $(TORCH_VENV) demo_output site

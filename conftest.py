@@ -3,6 +3,9 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# JAX computes in float64 only when asked to, before it starts; the op
+# tests compare float64 against their NumPy references.
+os.environ.setdefault("JAX_ENABLE_X64", "true")
 
 from absl import flags  # noqa: E402
 

@@ -1,16 +1,20 @@
-"""Capsule networks for Keras 3: layers, routing ops, trainers and datasets."""
+"""Capsule networks for Keras 3: layers, routing ops, trainers and datasets.
+
+The layers, losses and ops run on every Keras backend and are imported
+with the package. The parts that still need TensorFlow
+(`tensorflow_parts.PARTS`) are imported with it on TensorFlow, which
+registers their saved classes for `keras.saving.load_model`; on another
+backend, at their first use.
+"""
+
+import importlib
+
+import keras
 
 __version__ = "0.1.0"
 
-from keras_capsules import (  # noqa: E402
-    callbacks,
-    distributions,
-    layers,
-    losses,
-    models,
-    ops,
-    recipes,
-)
+from keras_capsules import layers, losses, ops  # noqa: E402
+from keras_capsules.tensorflow_parts import PARTS  # noqa: E402
 
 __all__ = [
     "callbacks",
@@ -22,3 +26,15 @@ __all__ = [
     "recipes",
     "__version__",
 ]
+
+
+def __getattr__(name):
+    """Imports a part that needs TensorFlow at its first use."""
+    if name in PARTS:
+        return importlib.import_module(f"keras_capsules.{name}")
+    raise AttributeError(f"module 'keras_capsules' has no attribute {name!r}")
+
+
+if keras.backend.backend() == "tensorflow":
+    for _part in ("callbacks", "distributions", "models", "recipes"):
+        importlib.import_module(f"keras_capsules.{_part}")

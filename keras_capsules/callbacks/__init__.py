@@ -1,6 +1,10 @@
 """Schedules the papers need during training, and a backup that resumes
 a killed run where it was."""
 
+from keras_capsules.tensorflow_parts import require_tensorflow
+
+require_tensorflow(__name__)
+
 from keras_capsules.callbacks.inverse_temperature_schedule import (
     InverseTemperatureSchedule,
 )

@@ -1,5 +1,9 @@
 """Datasets: TFDS loaders, the built-in procedural dataset, projections."""
 
+from keras_capsules.tensorflow_parts import require_tensorflow
+
+require_tensorflow(__name__)
+
 from keras_capsules.datasets import epoch_order, generative_capsule_experiments
 from keras_capsules.datasets.capsnet_experiments import (
     EXPERIMENTS,

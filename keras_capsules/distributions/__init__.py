@@ -2,11 +2,14 @@
 
 The names below load with their modules, and TensorFlow Probability with
 them, at the first use of any of them, not at `import keras_capsules`:
-the other families run without TensorFlow Probability."""
+the other families run without TensorFlow Probability (and, on another
+Keras backend, without TensorFlow)."""
 
 import importlib
 import pkgutil
 from typing import TYPE_CHECKING
+
+from keras_capsules.tensorflow_parts import require_tensorflow
 
 if TYPE_CHECKING:  # The names as the API reference and type checkers see them.
     from keras_capsules.distributions.binary_top_bound import binary_top_elbo
@@ -110,6 +113,7 @@ def __dir__():
 def _bind_public_names():
     """Imports every module of the package and binds the names of
     `__all__` here, so that later uses do not call `__getattr__`."""
+    require_tensorflow(__name__)
     modules = [
         importlib.import_module(f"{__name__}.{module.name}")
         for module in pkgutil.iter_modules(__path__)

@@ -1,6 +1,6 @@
 """The labels a capsule loss takes, checked and turned into targets."""
 
-import tensorflow as tf
+from keras import ops
 
 from keras_capsules.ops import labels as label_checks
 
@@ -15,28 +15,27 @@ def class_targets(loss_name, labels, num_classes, multi_hot=True):
     raises (`ops.labels`); under XLA the checks are compiled out, and an
     id outside the range then counts as no class present.
     """
-    labels = tf.convert_to_tensor(labels)
-    if labels.shape.rank == 2 and labels.shape[-1] == num_classes != 1:
-        targets = tf.cast(labels, "float32")
+    labels = ops.convert_to_tensor(labels)
+    rank = len(labels.shape)
+    if rank == 2 and labels.shape[-1] == num_classes != 1:
+        targets = ops.cast(labels, "float32")
         kind = "multi-hot" if multi_hot else "one-hot"
         conditions = [
             (
-                tf.reduce_all((targets == 0.0) | (targets == 1.0)),
+                ops.all(ops.logical_or(targets == 0.0, targets == 1.0)),
                 f"{kind} targets of 0s and 1s",
             )
         ]
         if not multi_hot:
             conditions.append(
                 (
-                    tf.reduce_all(tf.reduce_sum(targets, -1) == 1.0),
+                    ops.all(ops.sum(targets, axis=-1) == 1.0),
                     "one-hot targets with one 1 per row (one class per "
                     "example)",
                 )
             )
         return label_checks.checked(loss_name, targets, labels, conditions)
-    if labels.shape.rank not in (1, 2) or (
-        labels.shape.rank == 2 and labels.shape[-1] != 1
-    ):
+    if rank not in (1, 2) or (rank == 2 and labels.shape[-1] != 1):
         raise ValueError(
             f"`{loss_name}` expects labels as class ids (batch,) or "
             f"{'one-hot / multi-hot' if multi_hot else 'one-hot'} "
@@ -44,4 +43,4 @@ def class_targets(loss_name, labels, num_classes, multi_hot=True):
             f"{tuple(labels.shape)}."
         )
     ids = label_checks.class_ids(loss_name, labels, num_classes)
-    return tf.one_hot(ids, num_classes)
+    return ops.one_hot(ids, num_classes)

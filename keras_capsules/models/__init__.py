@@ -1,5 +1,9 @@
 """Reference architectures built from the layers."""
 
+from keras_capsules.tensorflow_parts import require_tensorflow
+
+require_tensorflow(__name__)
+
 from keras_capsules.models.capsnet import CapsNet, capsnet
 from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.models.capsule_classifier import (

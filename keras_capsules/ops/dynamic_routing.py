@@ -1,6 +1,5 @@
 """Routing by agreement (Sabour, Frosst, Hinton 2017, Procedure 1)."""
 
-import tensorflow as tf  # the custom gradient differentiates squash
 from keras import ops
 
 from keras_capsules.ops.arguments import (
@@ -9,7 +8,7 @@ from keras_capsules.ops.arguments import (
     check_shape,
     routing_tensor,
 )
-from keras_capsules.ops.compilation import compiled_by_xla
+from keras_capsules.ops.fast_paths import fast_path
 from keras_capsules.ops.squash import squash
 
 
@@ -70,93 +69,46 @@ def dynamic_routing(votes, num_iterations=3, mask=None):
 
 
 def _route(votes, weight, num_iterations):
-    """Procedure 1 on `(b, j, i, h)` votes, with a gradient that reads the
-    votes `2 (r - 1)` times and writes theirs once.
+    """Procedure 1 on `(b, j, i, h)` votes: the last iteration's capsules,
+    differentiated automatically, or by the backend's own gradient where
+    it has one (TensorFlow: `backend/tensorflow/dynamic_routing.py`)."""
+    route = fast_path("routed_capsules")
+    if route is not None:
+        return route(votes, weight, num_iterations)
+    return routing_iterations(votes, weight, num_iterations)["capsules"][-1]
 
-    The votes enter the routing only through two products, `s_t = c_t V`
-    (eq. 2) and the agreement `a_t = V v_t`; everything else acts on
-    tensors without the input-and-output pair of axes. So the votes'
-    gradient is a sum of `2 r - 1` outer products, `sum_t c_t (x) ds_t +
-    sum_t da_t (x) v_t`, formed here in one pass (by one batched product,
-    or under XLA by one fused sum), where automatic differentiation would
-    write each of them out and add them (and keep every product's inputs
-    alive).
+
+def routing_iterations(votes, weight, num_iterations):
+    """Procedure 1 on `(b, j, i, h)` votes, with what each iteration
+    formed: `couplings` (masked, `(b, j, i)`), `softmaxes` (unmasked,
+    None for the first iteration), `totals` and `capsules` (`(b, j, h)`),
+    each a list with one entry per iteration.
+
+    The votes enter only through two products, `s_t = c_t V` (eq. 2) and
+    the agreement `a_t = V v_t`; a hand-written gradient needs nothing
+    else.
     """
-
-    @tf.custom_gradient
-    def route(votes):
-        # Each iteration's coupling (masked), softmax (unmasked, from the
-        # second iteration on), total input and capsule, for the gradient.
-        couplings, softmaxes, totals, capsules = [], [None], [], []
-        num_outputs = votes.shape[1]
-        # First iteration: b = 0, so c[i, j] = 1 / n_out for every pair.
-        coupling = ops.full_like(votes[..., 0], 1.0 / num_outputs)
-        routing_logits = None
-        for iteration in range(num_iterations):
-            if iteration > 0:
-                coupling = ops.softmax(routing_logits, axis=1)  # Eq. 3.
-                softmaxes.append(coupling)
-            if weight is not None:
-                coupling = coupling * weight
-            total = ops.matmul(coupling[:, :, None, :], votes)[:, :, 0, :]
-            capsule = squash(total)  # Eq. 1, (b, j, h).
-            couplings.append(coupling)
-            totals.append(total)
-            capsules.append(capsule)
-            if iteration + 1 < num_iterations:
-                agreement = ops.matmul(votes, capsule[..., None])[..., 0]
-                routing_logits = (
-                    agreement
-                    if routing_logits is None
-                    else routing_logits + agreement
-                )  # (b, j, i)
-
-        def gradient(upstream):
-            # Reverse the iterations: d_capsule is the gradient reaching
-            # v_t, d_logits the sum of those reaching the logits after
-            # a_t, which is a_t's own.
-            d_capsule, d_logits = upstream, None
-            d_totals, d_agreements = [], []
-            for iteration in reversed(range(num_iterations)):
-                with tf.GradientTape() as tape:
-                    tape.watch(totals[iteration])
-                    capsule = squash(totals[iteration])
-                d_total = tape.gradient(
-                    capsule, totals[iteration], output_gradients=d_capsule
-                )
-                d_totals.append(d_total)
-                if iteration == 0:
-                    break
-                d_coupling = ops.matmul(votes, d_total[..., None])[..., 0]
-                if weight is not None:
-                    d_coupling = d_coupling * weight
-                softmax = softmaxes[iteration]
-                d_softmax = softmax * (
-                    d_coupling
-                    - ops.sum(softmax * d_coupling, axis=1, keepdims=True)
-                )
-                d_logits = (
-                    d_softmax if d_logits is None else d_logits + d_softmax
-                )
-                d_agreements.append(d_logits)
-                d_capsule = ops.matmul(d_logits[:, :, None, :], votes)[
-                    :, :, 0, :
-                ]
-            d_totals.reverse()
-            d_agreements.reverse()
-            lefts = couplings + d_agreements  # (b, j, i) each
-            rights = d_totals + capsules[:-1]  # (b, j, h) each
-            if compiled_by_xla():  # Fused into one pass.
-                return sum(
-                    left[..., None] * right[:, :, None, :]
-                    for left, right in zip(lefts, rights)
-                )
-            # (b, j, i, 2r - 1) @ (b, j, 2r - 1, h): every outer product
-            # at once.
-            return ops.matmul(
-                ops.stack(lefts, axis=-1), ops.stack(rights, axis=-2)
-            )
-
-        return capsules[-1], gradient
-
-    return route(votes)
+    steps = {"couplings": [], "softmaxes": [None], "totals": [], "capsules": []}
+    num_outputs = votes.shape[1]
+    # First iteration: b = 0, so c[i, j] = 1 / n_out for every pair.
+    coupling = ops.full_like(votes[..., 0], 1.0 / num_outputs)
+    routing_logits = None
+    for iteration in range(num_iterations):
+        if iteration > 0:
+            coupling = ops.softmax(routing_logits, axis=1)  # Eq. 3.
+            steps["softmaxes"].append(coupling)
+        if weight is not None:
+            coupling = coupling * weight
+        total = ops.matmul(coupling[:, :, None, :], votes)[:, :, 0, :]
+        capsule = squash(total)  # Eq. 1, (b, j, h).
+        steps["couplings"].append(coupling)
+        steps["totals"].append(total)
+        steps["capsules"].append(capsule)
+        if iteration + 1 < num_iterations:
+            agreement = ops.matmul(votes, capsule[..., None])[..., 0]
+            routing_logits = (
+                agreement
+                if routing_logits is None
+                else routing_logits + agreement
+            )  # (b, j, i)
+    return steps

@@ -9,8 +9,8 @@ from keras import ops
 
 from keras_capsules.ops.compilation import compiled_by_xla, written_once
 from keras_capsules.ops.em_activation_cost import ActivationCost
-from keras_capsules.ops.em_gradient_probes import gradient_probes
 from keras_capsules.ops.em_moments import nonzero, weighted_moments
+from keras_capsules.ops.fast_paths import fast_path
 
 # Added to the variance of the costs across parents before its square
 # root, when costs are standardised: parents of equal cost stay finite.
@@ -46,7 +46,7 @@ def m_step(
         with_distances: whether an E-step follows, which needs the votes'
             squared distances to the new means.
         gradient_probe: optional, where `weighted_moments` sends the
-            votes' gradient (`em_moments.gradient_probes`).
+            votes' gradient (TensorFlow's `gradient_probes`).
 
     Returns:
         `(logits (batch, P, J), means, variances (batch, P, J, h),
@@ -148,11 +148,9 @@ def em_routing_on_patches(
     # Under XLA the iterations' gradients reach the votes as factors, and
     # the votes' gradient is formed in one pass; centred votes keep the
     # float32 error of that expanded form at the plain form's.
-    probes = (
-        gradient_probes(votes, num_iterations)
-        if compiled_by_xla()
-        else [None] * num_iterations
-    )
+    probes = [None] * num_iterations
+    if compiled_by_xla():  # TensorFlow's (backend/tensorflow/).
+        probes = fast_path("gradient_probes")(votes, num_iterations)
     # R_ij = 1 / (number of parents of child i), Procedure 1 line 2. It
     # is the same for every example, so it is formed for one: formed for
     # the whole batch, all of it constant, it cost XLA seconds of constant

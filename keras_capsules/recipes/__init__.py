@@ -1,6 +1,10 @@
 """Training recipes from the papers: mixup, the one-cycle schedule, RAdam;
 and a training step that takes each batch's gradient in parts."""
 
+from keras_capsules.tensorflow_parts import require_tensorflow
+
+require_tensorflow(__name__)
+
 from keras_capsules.recipes.batch_parts import BatchPartsModel
 from keras_capsules.recipes.mixup import MixupClassifier, mixup
 from keras_capsules.recipes.one_cycle import (

@@ -1,6 +1,10 @@
 """Training procedures that are not SGD: capsule-regression EM,
 test-time variational inference."""
 
+from keras_capsules.tensorflow_parts import require_tensorflow
+
+require_tensorflow(__name__)
+
 from keras_capsules.trainers.architectures import ARCHITECTURES
 from keras_capsules.trainers.capsule_regression_em import CapsuleRegressionEM
 from keras_capsules.trainers.em_schedule import (

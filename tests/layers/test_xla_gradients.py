@@ -2,9 +2,10 @@
 
 Under XLA the layers take other forms than in eager mode: the bias rides
 in the vote product (`capsule_votes`), tensors read by several fusions
-are written once through a custom gradient (`ops.compilation.
-written_once`), and the EM M-steps send their votes' gradient through
-`em_moments.gradient_probes`, which forms it in one pass. The gradients
+are written once through a custom gradient (TensorFlow's
+`written_once`), and the EM M-steps send their votes' gradient through
+TensorFlow's `gradient_probes`, which forms it in one pass
+(`keras_capsules/backend/tensorflow/`). The gradients
 to the inputs and the weights must agree. Tolerance: 1e-4 of each
 gradient's largest entry; the two modes differ by up to 2.5e-5 of it in
 float32 (the routing's exponentials and logarithms summed in another

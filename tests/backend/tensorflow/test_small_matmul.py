@@ -1,11 +1,11 @@
-"""`small_matmul`: the product and its gradient, in every mode and
-dtype, and the kernel it asks TensorFlow for."""
+"""TensorFlow's `small_matmul`: the product and its gradient, in every
+mode and dtype, and the kernel it asks TensorFlow for."""
 
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from keras_capsules.ops.small_matmul import small_matmul
+from keras_capsules.backend.tensorflow.small_matmul import small_matmul
 
 
 def _case(dtype):

@@ -5,7 +5,10 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from keras_capsules.ops.compilation import compiled_by_xla, written_once
+from keras_capsules.backend.tensorflow.compilation import (
+    compiled_by_xla,
+    written_once,
+)
 
 
 class CompiledByXlaTest(tf.test.TestCase):

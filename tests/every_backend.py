@@ -1,0 +1,133 @@
+"""What the tests that run on every Keras backend use where the others
+use TensorFlow: a TestCase with the suite's assertions, the ways each
+backend runs a function, and gradients by each backend's automatic
+differentiation. The backend is Keras's (`KERAS_BACKEND`)."""
+
+import importlib
+import unittest
+
+import keras
+import numpy as np
+from absl.testing import parameterized
+
+BACKEND = keras.backend.backend()
+# The ways each backend runs a function: TensorFlow eagerly, as a graph
+# and compiled by XLA; JAX op by op and compiled (`jax.jit`); PyTorch
+# eagerly.
+MODES = {
+    "tensorflow": ("eager", "graph", "xla"),
+    "jax": ("eager", "jit"),
+    "torch": ("eager",),
+}[BACKEND]
+# The modes that compile with XLA.
+XLA_MODES = {"xla", "jit"}
+# Keras's PyTorch backend computes several ops of float64 tensors in
+# float32 (`ops.minimum` among them: its dtype promotion maps 64-bit
+# types to 32-bit ones, as JAX does by default), so a test that needs
+# float64's precision runs on the other backends.
+needs_float64 = unittest.skipIf(
+    BACKEND == "torch",
+    "Keras's PyTorch backend computes some float64 ops in float32",
+)
+
+
+def numpy(tensors):
+    """`tensors` as NumPy: a tensor or array-like as one array, a list or
+    tuple of equal shapes as one array too (as `tf.test.TestCase` reads
+    them), of unequal shapes as a list, a dict as a dict."""
+    if isinstance(tensors, dict):
+        return {key: numpy(value) for key, value in tensors.items()}
+    if isinstance(tensors, (list, tuple)):
+        parts = [numpy(part) for part in tensors]
+        shapes = {np.shape(part) for part in parts}
+        if len(shapes) == 1 and not isinstance(parts[0], (list, dict)):
+            return np.stack(parts) if parts else np.asarray(parts)
+        return parts
+    return np.asarray(keras.ops.convert_to_numpy(tensors))
+
+
+def _compare(assertion, a, b):
+    """`assertion(a, b)` on each pair of arrays of `numpy(a)` and
+    `numpy(b)`, which must have the same structure."""
+    a, b = numpy(a), numpy(b)
+    if isinstance(a, dict) or isinstance(b, dict):
+        assert (
+            isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+        ), (a, b)
+        for key in a:
+            _compare(assertion, a[key], b[key])
+    elif isinstance(a, list) or isinstance(b, list):
+        assert len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _compare(assertion, x, y)
+    else:
+        assertion(a, b)
+
+
+def run_in(function, mode):
+    """`function`, run in `mode` (one of `MODES`)."""
+    if mode == "eager":
+        return function
+    if BACKEND == "tensorflow":
+        tf = importlib.import_module("tensorflow")
+        return tf.function(function, jit_compile=mode == "xla")
+    if BACKEND == "jax" and mode == "jit":
+        return importlib.import_module("jax").jit(function)
+    raise ValueError(f"{BACKEND} has no mode {mode!r}; it has {MODES}.")
+
+
+def value_and_gradients(function, inputs, upstream=None):
+    """`(outputs, gradients)`: `function(*inputs)`, a tensor, and the
+    gradient of `sum(outputs * upstream)` (`upstream` ones where None)
+    with respect to each of `inputs`, by the backend's own automatic
+    differentiation."""
+    inputs = [keras.ops.convert_to_tensor(x) for x in inputs]
+
+    def weighted(outputs):
+        if upstream is None:
+            return keras.ops.ones_like(outputs)
+        return keras.ops.cast(upstream, outputs.dtype)
+
+    if BACKEND == "tensorflow":
+        tf = importlib.import_module("tensorflow")
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs = function(*inputs)
+        return outputs, tape.gradient(outputs, inputs, weighted(outputs))
+    if BACKEND == "jax":
+        jax = importlib.import_module("jax")
+        outputs, pullback = jax.vjp(function, *inputs)
+        return outputs, list(pullback(weighted(outputs)))
+    torch = importlib.import_module("torch")
+    inputs = [x.detach().requires_grad_(True) for x in inputs]
+    outputs = function(*inputs)
+    gradients = torch.autograd.grad(outputs, inputs, weighted(outputs))
+    return outputs.detach(), list(gradients)
+
+
+class TestCase(parameterized.TestCase):
+    """The assertions of `tf.test.TestCase` that the suite uses, with its
+    default tolerances, on any backend's tensors."""
+
+    def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802
+        _compare(
+            lambda x, y: np.testing.assert_allclose(
+                x, y, rtol=rtol, atol=atol, err_msg=msg or ""
+            ),
+            a,
+            b,
+        )
+
+    def assertAllEqual(self, a, b, msg=None):  # noqa: N802
+        _compare(
+            lambda x, y: np.testing.assert_array_equal(x, y, err_msg=msg or ""),
+            a,
+            b,
+        )
+
+    def assertAllInRange(self, values, low, high):  # noqa: N802
+        values = numpy(values)
+        self.assertTrue(np.all((values >= low) & (values <= high)), values)
+
+    def assertDTypeEqual(self, tensor, dtype):  # noqa: N802
+        self.assertEqual(keras.backend.standardize_dtype(tensor.dtype), dtype)
