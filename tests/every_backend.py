@@ -77,15 +77,15 @@ def run_in(function, mode):
 
 
 def value_and_gradients(function, inputs, upstream=None):
-    """`(outputs, gradients)`: `function(*inputs)`, a tensor, and the
-    gradient of `sum(outputs * upstream)` (`upstream` ones where None)
-    with respect to each of `inputs`, by the backend's own automatic
-    differentiation."""
+    """`(outputs, gradients)`: `function(*inputs)`, a tensor or a tuple of
+    them, and the gradient of `sum(outputs * upstream)` (of the sum of
+    every output's entries where `upstream` is None) with respect to each
+    of `inputs`, by the backend's own automatic differentiation."""
     inputs = [keras.ops.convert_to_tensor(x) for x in inputs]
 
     def weighted(outputs):
         if upstream is None:
-            return keras.ops.ones_like(outputs)
+            return keras.tree.map_structure(keras.ops.ones_like, outputs)
         return keras.ops.cast(upstream, outputs.dtype)
 
     if BACKEND == "tensorflow":
@@ -101,8 +101,14 @@ def value_and_gradients(function, inputs, upstream=None):
     torch = importlib.import_module("torch")
     inputs = [x.detach().requires_grad_(True) for x in inputs]
     outputs = function(*inputs)
-    gradients = torch.autograd.grad(outputs, inputs, weighted(outputs))
-    return outputs.detach(), list(gradients)
+    gradients = torch.autograd.grad(
+        keras.tree.flatten(outputs),
+        inputs,
+        keras.tree.flatten(weighted(outputs)),
+        allow_unused=True,
+    )
+    detached = keras.tree.map_structure(lambda x: x.detach(), outputs)
+    return detached, list(gradients)
 
 
 class TestCase(parameterized.TestCase):

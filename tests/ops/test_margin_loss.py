@@ -1,9 +1,10 @@
 """The margin loss against a loop-by-loop NumPy version of eq. 4."""
 
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import ops as capsule_ops
+from tests.every_backend import TestCase
 
 
 def margin_loss_reference(targets, lengths, m_plus=0.9, m_minus=0.1, lam=0.5):
@@ -17,7 +18,7 @@ def margin_loss_reference(targets, lengths, m_plus=0.9, m_minus=0.1, lam=0.5):
     return np.array(losses)
 
 
-class MarginLossOpTest(tf.test.TestCase):
+class MarginLossOpTest(TestCase):
     def test_matches_reference(self):
         rng = np.random.default_rng(0)
         lengths = rng.uniform(0, 1, (6, 5))
@@ -39,4 +40,4 @@ class MarginLossOpTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

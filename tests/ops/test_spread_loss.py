@@ -1,9 +1,10 @@
 """The spread loss against eq. 3 written with loops."""
 
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import ops as capsule_ops
+from tests.every_backend import TestCase
 
 
 def spread_reference(labels, activations, margin):
@@ -19,7 +20,7 @@ def spread_reference(labels, activations, margin):
     return np.array(losses)
 
 
-class SpreadLossOpTest(tf.test.TestCase):
+class SpreadLossOpTest(TestCase):
     def test_matches_equation_3(self):
         rng = np.random.default_rng(0)
         activations = rng.uniform(size=(6, 5))
@@ -40,4 +41,4 @@ class SpreadLossOpTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()
