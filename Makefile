@@ -20,10 +20,11 @@ EVERY_BACKEND_TESTS := tests/ops/test_squash.py tests/ops/test_dynamic_routing.p
 	tests/ops/test_conv_em_routing.py tests/ops/test_margin_loss.py \
 	tests/ops/test_spread_loss.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
-# conformance checks (.keras, SavedModel, XLA, mixed precision), the
-# training step that replaces Keras's training function (batch parts) and
-# the workarounds on private APIs.
-SMOKE_TESTS := tests/ops tests/layers tests/bad_inputs tests/test_conformance.py \
+# TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
+# mixed precision), the training step that replaces Keras's training
+# function (batch parts) and the workarounds on private APIs.
+SMOKE_TESTS := tests/ops tests/backend tests/layers tests/bad_inputs \
+	tests/test_conformance.py \
 	tests/recipes/test_batch_parts.py tests/test_private_apis.py
 export TFDS_DATA_DIR ?= $(abspath ../shared/tfds)
 export TF_CPP_MIN_LOG_LEVEL ?= 2

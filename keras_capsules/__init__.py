@@ -1,10 +1,11 @@
 """Capsule networks for Keras 3: layers, routing ops, trainers and datasets.
 
-The layers, losses and ops run on every Keras backend and are imported
-with the package. The parts that still need TensorFlow
-(`tensorflow_parts.PARTS`) are imported with it on TensorFlow, which
-registers their saved classes for `keras.saving.load_model`; on another
-backend, at their first use.
+The layers, losses and ops import on every Keras backend (their op tests
+run on TensorFlow, JAX and PyTorch) and are imported with the package.
+The parts that still need TensorFlow (`tensorflow_parts.PARTS`) load at
+their first use; on TensorFlow, those this package always imported are
+imported with it, which registers their saved classes for
+`keras.saving.load_model`.
 """
 
 import importlib
@@ -36,5 +37,6 @@ def __getattr__(name):
 
 
 if keras.backend.backend() == "tensorflow":
+    # The saved classes live in these (`datasets` and `trainers` hold none).
     for _part in ("callbacks", "distributions", "models", "recipes"):
         importlib.import_module(f"keras_capsules.{_part}")

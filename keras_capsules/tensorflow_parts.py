@@ -1,9 +1,10 @@
 """The parts of the library that still need TensorFlow, and the error
 that a user without it meets.
 
-The layers, losses, metrics, ops and plots run on every Keras backend.
-The parts below build on `tf.data`, `tf.distribute`, TensorFlow
-Probability or TensorFlow's training step; each imports this first.
+The layers, losses, metrics, ops and plots import on every Keras
+backend. The parts below build on `tf.data`, `tf.distribute`, TensorFlow
+Probability or TensorFlow's training step; each checks for TensorFlow
+before its imports.
 """
 
 import importlib.util
