@@ -18,7 +18,8 @@ TORCH_VENV := .venv-torch
 EVERY_BACKEND_TESTS := tests/ops/test_squash.py tests/ops/test_dynamic_routing.py \
 	tests/ops/test_heinsen_routing.py tests/ops/test_em_routing.py \
 	tests/ops/test_conv_em_routing.py tests/ops/test_capsule_votes.py \
-	tests/ops/test_margin_loss.py tests/ops/test_spread_loss.py
+	tests/ops/test_heinsen_routing_linear.py tests/ops/test_margin_loss.py \
+	tests/ops/test_spread_loss.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
 # mixed precision), the training step that replaces Keras's training

@@ -25,10 +25,9 @@ XLA_MODES = {"xla", "jit"}
 # float32 (`ops.minimum` among them: its dtype promotion maps 64-bit
 # types to 32-bit ones, as JAX does by default), so a test that needs
 # float64's precision runs on the other backends.
-needs_float64 = unittest.skipIf(
-    BACKEND == "torch",
-    "Keras's PyTorch backend computes some float64 ops in float32",
-)
+_WITHOUT_FLOAT64 = BACKEND == "torch"
+_FLOAT64_REASON = "Keras's PyTorch backend computes some float64 ops in float32"
+needs_float64 = unittest.skipIf(_WITHOUT_FLOAT64, _FLOAT64_REASON)
 
 
 def numpy(tensors):
@@ -78,15 +77,20 @@ def run_in(function, mode):
 
 def value_and_gradients(function, inputs, upstream=None):
     """`(outputs, gradients)`: `function(*inputs)`, a tensor or a tuple of
-    them, and the gradient of `sum(outputs * upstream)` (of the sum of
-    every output's entries where `upstream` is None) with respect to each
-    of `inputs`, by the backend's own automatic differentiation."""
+    them, and the gradient of `sum(outputs * upstream)` (`upstream` of the
+    outputs' structure; the sum of every output's entries where it is
+    None) with respect to each of `inputs`, by the backend's own automatic
+    differentiation."""
     inputs = [keras.ops.convert_to_tensor(x) for x in inputs]
 
     def weighted(outputs):
         if upstream is None:
             return keras.tree.map_structure(keras.ops.ones_like, outputs)
-        return keras.ops.cast(upstream, outputs.dtype)
+        return keras.tree.map_structure(
+            lambda output, weight: keras.ops.cast(weight, output.dtype),
+            outputs,
+            upstream,
+        )
 
     if BACKEND == "tensorflow":
         tf = importlib.import_module("tensorflow")
@@ -134,6 +138,12 @@ class TestCase(parameterized.TestCase):
     def assertAllInRange(self, values, low, high):  # noqa: N802
         values = numpy(values)
         self.assertTrue(np.all((values >= low) & (values <= high)), values)
+
+    def skip_unless_computed_in(self, dtype):
+        """Skips the test where the backend does not compute in `dtype`
+        (float64 on PyTorch, as `needs_float64`)."""
+        if dtype == "float64" and _WITHOUT_FLOAT64:
+            self.skipTest(_FLOAT64_REASON)
 
     def assertDTypeEqual(self, tensor, dtype):  # noqa: N802
         self.assertEqual(keras.backend.standardize_dtype(tensor.dtype), dtype)

@@ -1,10 +1,20 @@
-"""Heinsen routing from input moments equals routing of the formed votes."""
+"""Heinsen routing from input moments equals routing of the formed votes
+(on every Keras backend)."""
 
 import numpy as np
-import tensorflow as tf
-from absl.testing import parameterized
+from absl.testing import absltest, parameterized
+from keras import ops
 
 from keras_capsules import ops as capsule_ops
+from tests.every_backend import (
+    MODES,
+    XLA_MODES,
+    TestCase,
+    needs_float64,
+    numpy,
+    run_in,
+    value_and_gradients,
+)
 from tests.ops.test_heinsen_routing import reference_batch
 
 
@@ -29,8 +39,9 @@ def formed_votes(capsules, kernel, bias):
     return np.einsum("bicd,jdh->bijch", capsules, kernel) + bias
 
 
-class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
+class HeinsenRoutingLinearTest(TestCase):
     @parameterized.named_parameters(("one", 1), ("three", 3), ("five", 5))
+    @needs_float64
     def test_matches_the_paper_algorithm_float64(self, iterations):
         scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(
             iterations
@@ -77,6 +88,7 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
         for g, w in zip(got, want):
             self.assertAllClose(g, w, rtol=1e-3, atol=1e-3)
 
+    @needs_float64
     def test_per_example_bias(self):
         scores, capsules, kernel, _, beta_use, beta_ign = linear_case(5)
         bias = np.random.default_rng(6).normal(size=(2, 3, 2, 4))
@@ -98,6 +110,7 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
     def test_gradients_equal_the_formed_votes_gradients(self, dtype, tol):
         # The vote-free path is another way to compute the same function,
         # so its derivatives with respect to every input must agree.
+        self.skip_unless_computed_in(dtype)
         case = linear_case(10, batch=3, n_in=9, dtype=dtype)
         scores, capsules, kernel, bias, beta_use, beta_ign = case
         mask = output_mask = None
@@ -108,23 +121,18 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
             output_mask = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], bool)
         # Weights on each output so that no gradient is a plain sum.
         rng = np.random.default_rng(11)
-        probes = [
-            tf.constant(rng.normal(size=shape), dtype)
+        probes = tuple(
+            rng.normal(size=shape).astype(dtype)
             for shape in ((3, 3), (3, 3, 2, 4), (3, 3, 2, 4))
-        ]
+        )
 
         def gradients(route):
             tensors = [
-                tf.constant(t, dtype)
+                np.asarray(t, dtype)
                 for t in (scores, capsules, kernel, bias, beta_use, beta_ign)
             ]
-            with tf.GradientTape() as tape:
-                tape.watch(tensors)
-                outputs = route(*tensors)
-                loss = sum(
-                    tf.reduce_sum(o * p) for o, p in zip(outputs, probes)
-                )
-            return tape.gradient(loss, tensors)
+            _, result = value_and_gradients(route, tensors, probes)
+            return [numpy(gradient) for gradient in result]
 
         def vote_free(s, x, w, b, use, ign):
             return capsule_ops.heinsen_routing_linear(
@@ -132,7 +140,7 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
             )
 
         def formed(s, x, w, b, use, ign):
-            votes = tf.einsum("bicd,jdh->bijch", x, w) + b
+            votes = ops.einsum("bicd,jdh->bijch", x, w) + b
             return capsule_ops.heinsen_routing(
                 s, votes, use, ign, 3, mask=mask, output_mask=output_mask
             )
@@ -151,27 +159,23 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
             7, dtype="float32"
         )
         capsules = np.broadcast_to(capsules[:, :1], capsules.shape).copy()
-        tensors = [tf.constant(t) for t in (capsules, kernel, bias)]
-        with tf.GradientTape() as tape:
-            tape.watch(tensors)
-            outputs = capsule_ops.heinsen_routing_linear(
-                scores, *tensors, beta_use, beta_ign, 3
-            )
-            loss = sum(tf.reduce_sum(o) for o in outputs)
-        for part in outputs:
-            self.assertTrue(np.all(np.isfinite(part)))
-        for gradient in tape.gradient(loss, tensors):
-            self.assertTrue(np.all(np.isfinite(gradient)))
-
-    def test_xla_matches_eager(self):
-        case = linear_case(8, dtype="float32")
-        compiled = tf.function(
-            capsule_ops.heinsen_routing_linear, jit_compile=True
+        outputs, gradients = value_and_gradients(
+            lambda *x: capsule_ops.heinsen_routing_linear(
+                scores, *x, beta_use, beta_ign, 3
+            ),
+            [capsules, kernel, bias],
         )
-        for g, w in zip(
-            compiled(*case), capsule_ops.heinsen_routing_linear(*case)
-        ):
-            self.assertAllClose(g, w, rtol=1e-4, atol=1e-4)
+        for tensor in [*outputs, *gradients]:
+            self.assertTrue(np.all(np.isfinite(numpy(tensor))))
+
+    def test_compiled_matches_eager(self):
+        case = linear_case(8, dtype="float32")
+        for mode in XLA_MODES & set(MODES):
+            compiled = run_in(capsule_ops.heinsen_routing_linear, mode)
+            for g, w in zip(
+                compiled(*case), capsule_ops.heinsen_routing_linear(*case)
+            ):
+                self.assertAllClose(g, w, rtol=1e-4, atol=1e-4)
 
     def test_rejects_a_kernel_of_the_wrong_size(self):
         scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(9)
@@ -182,4 +186,4 @@ class HeinsenRoutingLinearTest(tf.test.TestCase, parameterized.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()
