@@ -19,7 +19,8 @@ EVERY_BACKEND_TESTS := tests/ops/test_squash.py tests/ops/test_dynamic_routing.p
 	tests/ops/test_heinsen_routing.py tests/ops/test_em_routing.py \
 	tests/ops/test_conv_em_routing.py tests/ops/test_capsule_votes.py \
 	tests/ops/test_heinsen_routing_linear.py tests/ops/test_margin_loss.py \
-	tests/ops/test_spread_loss.py
+	tests/ops/test_spread_loss.py tests/ops/test_dtype_keeping.py \
+	tests/test_conformance.py tests/test_imports.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
 # mixed precision), the training step that replaces Keras's training
@@ -36,7 +37,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 TEST_THREADS := TF_NUM_INTRAOP_THREADS=1
 WORKERS := -n 2 --dist worksteal
 
-.PHONY: demo test test-oldest test-jax test-torch test-all docs lint bench clean
+.PHONY: demo test test-oldest test-jax test-torch test-across-backends test-all docs lint bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -80,13 +81,25 @@ test: $(STAMP)
 test-oldest: $(OLDEST_STAMP)
 	$(TEST_THREADS) $(OLDEST_VENV)/bin/python -m pytest $(WORKERS) -q $(SMOKE_TESTS)
 
+# JAX keeps what it compiles in .jax-cache, so that both workers (and
+# the next run) reuse it: JAX compiles every op it runs eagerly.
 test-jax: $(JAX_VENV)/.installed
-	KERAS_BACKEND=jax $(JAX_VENV)/bin/python -m pytest $(WORKERS) -q \
-		$(EVERY_BACKEND_TESTS)
+	KERAS_BACKEND=jax JAX_COMPILATION_CACHE_DIR=$(abspath .jax-cache) \
+		JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+		JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
+		$(JAX_VENV)/bin/python -m pytest $(WORKERS) -q $(EVERY_BACKEND_TESTS)
 
 test-torch: $(TORCH_VENV)/.installed
 	KERAS_BACKEND=torch $(TORCH_VENV)/bin/python -m pytest $(WORKERS) -q \
 		$(EVERY_BACKEND_TESTS)
+
+# A .keras file saved on each backend, loaded and run on each other one.
+test-across-backends: $(STAMP) $(JAX_VENV)/.installed $(TORCH_VENV)/.installed
+	KERAS_CAPSULES_BACKEND_PYTHONS="tensorflow=$(abspath $(VENV))/bin/python \
+		jax=$(abspath $(JAX_VENV))/bin/python \
+		torch=$(abspath $(TORCH_VENV))/bin/python" \
+		JAX_COMPILATION_CACHE_DIR=$(abspath .jax-cache) \
+		$(VENV)/bin/python -m pytest -q tests/across_backends
 
 test-all: $(STAMP)
 	$(TEST_THREADS) $(VENV)/bin/python -m pytest $(WORKERS) -q -m "slow or not slow" tests
@@ -109,4 +122,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m bench.generative_capsules
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(DOCS_VENV) $(JAX_VENV) $(TORCH_VENV) demo_output site
+	rm -rf $(VENV) $(OLDEST_VENV) $(DOCS_VENV) $(JAX_VENV) $(TORCH_VENV) .jax-cache demo_output site

@@ -1,10 +1,11 @@
 """The parts of the library that still need TensorFlow, and the error
 that a user without it meets.
 
-The layers, losses, metrics, ops and plots import on every Keras
-backend. The parts below build on `tf.data`, `tf.distribute`, TensorFlow
-Probability or TensorFlow's training step; each checks for TensorFlow
-before its imports.
+The layers, losses, metrics, models, ops and plots import on every Keras
+backend (some models train on TensorFlow only: see
+`keras_capsules.models`). The parts below build on `tf.data`,
+`tf.distribute`, TensorFlow Probability or TensorFlow's training step;
+each checks for TensorFlow before its imports.
 """
 
 import importlib.util
@@ -14,7 +15,6 @@ PARTS = (
     "callbacks",
     "datasets",
     "distributions",
-    "models",
     "recipes",
     "trainers",
 )
@@ -30,5 +30,5 @@ def require_tensorflow(part):
             "tensorflow-probability[tf] tensorflow-datasets`, as "
             "keras_capsules's requirements.txt), or use the parts that run "
             "on every Keras backend: keras_capsules.layers, .losses, "
-            ".metrics, .ops and .plots."
+            ".metrics, .models, .ops and .plots."
         )

@@ -1,12 +1,15 @@
 """Shared checks every public layer passes (DESIGN.md section 8)."""
 
 import dataclasses
+import importlib
 import os
 import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
+
+from tests.every_backend import BACKEND, loss_gradients, run_in
 
 
 @dataclasses.dataclass
@@ -36,12 +39,22 @@ class LayerCase:
     # Shape, without the batch axis, of the bool capsule mask the layer
     # takes (`call(inputs, mask=...)`); None for a layer without masks.
     mask_shape: tuple | None = None
+    # The Keras backends the layer runs on (one built on TensorFlow
+    # Probability runs on TensorFlow only).
+    backends: tuple = ("tensorflow", "jax", "torch")
+    # False for a layer built on Keras's MultiHeadAttention: it asks for
+    # float32 sums of float16 products, which XLA:CPU refuses under
+    # `jax.jit` (JAX 0.10, Keras 3.15; GPUs compute them). Its float16
+    # gradients on JAX are then taken op by op.
+    float16_compiles_on_jax_cpu: bool = True
 
     def gradient_loss(self, layer, inputs, outputs):
         """The loss whose gradients the checks require to be finite."""
         loss = _log_magnitude_loss(outputs)
         if self.extra_loss is not None:
-            loss += tf.cast(self.extra_loss(layer, inputs, outputs), loss.dtype)
+            loss += ops.cast(
+                self.extra_loss(layer, inputs, outputs), loss.dtype
+            )
         return loss
 
     def graph_tolerances(self, rtol, atol):
@@ -75,10 +88,14 @@ class LayerCase:
 
     def zero_inputs(self, batch=2):
         return self._pack(
-            [tf.zeros((batch, *shape)) for shape in self.input_shapes]
+            [
+                np.zeros((batch, *shape), "float32")
+                for shape in self.input_shapes
+            ]
         )
 
     def input_specs(self):
+        tf = importlib.import_module("tensorflow")
         return self._pack(
             [tf.TensorSpec((None, *shape)) for shape in self.input_shapes]
         )
@@ -94,24 +111,22 @@ class LayerCase:
 
 def _log_magnitude_loss(outputs):
     """A loss whose gradient reaches every output element."""
-    return tf.add_n(
-        [
-            tf.reduce_sum(tf.math.log(tf.abs(tf.cast(o, "float32")) + 1e-3))
-            for o in tf.nest.flatten(outputs)
-        ]
+    return sum(
+        ops.sum(ops.log(ops.abs(ops.cast(o, "float32")) + 1e-3))
+        for o in keras.tree.flatten(outputs)
     )
 
 
 def assert_all_close(test, got, want, **tolerances):
     """Compares every output of a layer (outputs of different shapes too)."""
-    got, want = tf.nest.flatten(got), tf.nest.flatten(want)
+    got, want = keras.tree.flatten(got), keras.tree.flatten(want)
     test.assertLen(got, len(want))
     for got_output, want_output in zip(got, want):
         test.assertAllClose(got_output, want_output, **tolerances)
 
 
 def _first(outputs):
-    return tf.nest.flatten(outputs)[0]
+    return keras.tree.flatten(outputs)[0]
 
 
 def check_output_shape(test, case):
@@ -140,6 +155,9 @@ def check_keras_round_trip(test, case):
 
 
 def check_saved_model_export(test, case):
+    if BACKEND != "tensorflow":
+        test.skipTest("SavedModel export traces with TensorFlow.")
+    tf = importlib.import_module("tensorflow")
     model = case.make_model()
     x = case.make_inputs()
     path = os.path.join(tempfile.mkdtemp(), "export")
@@ -154,30 +172,51 @@ def check_saved_model_export(test, case):
 
 
 def check_xla_matches_eager(test, case):
+    """Compiled by XLA (TensorFlow's `jit_compile`, `jax.jit`) as eager."""
+    modes = {"tensorflow": "xla", "jax": "jit"}
+    if BACKEND not in modes:
+        test.skipTest(f"{BACKEND} does not compile with XLA.")
     layer = case.cls(**case.init_kwargs)
     x = case.make_inputs()
     eager = layer(x)
-    compiled = tf.function(layer, jit_compile=True)(x)
+    compiled = run_in(layer, modes[BACKEND])(x)
     assert_all_close(test, compiled, eager, **case.graph_tolerances(1e-5, 1e-6))
+
+
+def _gradients(case, layer, x, compiled=True):
+    """`(outputs, gradients)`: the layer's outputs at `x` and the gradients
+    of `case.gradient_loss` with respect to `x` and the trainable weights
+    (`compiled` as in `loss_gradients`)."""
+    x = keras.tree.map_structure(ops.convert_to_tensor, x)
+
+    def loss(*inputs):
+        inputs = keras.tree.pack_sequence_as(x, inputs)
+        return case.gradient_loss(layer, inputs, layer(inputs))
+
+    gradients = loss_gradients(
+        loss, keras.tree.flatten(x), layer.trainable_weights, compiled
+    )
+    return layer(x), gradients
 
 
 def check_zero_input_gradients(test, case):
     layer = case.cls(**case.init_kwargs)
     x = case.zero_inputs()
     layer(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        loss = case.gradient_loss(layer, x, layer(x))
-    gradients = tape.gradient(
-        loss, [*tf.nest.flatten(x), *layer.trainable_weights]
-    )
+    _, gradients = _gradients(case, layer, x)
     for gradient in gradients:
-        test.assertTrue(np.all(np.isfinite(tf.convert_to_tensor(gradient))))
+        test.assertTrue(np.all(np.isfinite(gradient)))
 
 
 def check_unknown_batch_size(test, case):
-    layer = case.cls(**case.init_kwargs)
-    function = tf.function(layer, input_signature=[case.input_specs()])
+    """One function for every batch size: a `tf.function` of an unknown
+    batch size on TensorFlow, a functional model on every backend."""
+    if BACKEND == "tensorflow":
+        tf = importlib.import_module("tensorflow")
+        layer = case.cls(**case.init_kwargs)
+        function = tf.function(layer, input_signature=[case.input_specs()])
+    else:
+        function = case.make_model()
     for batch in (1, 5):
         outputs = function(case.make_inputs(batch))
         test.assertEqual(_first(outputs).shape[0], batch)
@@ -187,23 +226,31 @@ def check_mixed_precision(test, case):
     """Half-precision outputs, float32 weights, finite gradients."""
     policy = keras.mixed_precision.dtype_policy()
     for name, dtype in (
-        ("mixed_float16", tf.float16),
-        ("mixed_bfloat16", tf.bfloat16),
+        ("mixed_float16", "float16"),
+        ("mixed_bfloat16", "bfloat16"),
     ):
         keras.mixed_precision.set_dtype_policy(name)
         try:
             layer = case.cls(**case.init_kwargs)
-            inputs = tf.nest.map_structure(tf.constant, case.make_inputs())
-            with tf.GradientTape() as tape:
-                outputs = layer(inputs)
-                loss = case.gradient_loss(layer, inputs, outputs)
-            for output in tf.nest.flatten(outputs):
-                test.assertEqual(output.dtype, dtype)
-                test.assertTrue(np.all(np.isfinite(tf.cast(output, "float32"))))
+            x = case.make_inputs()
+            layer(x)
+            compiled = dtype != "float16" or case.float16_compiles_on_jax_cpu
+            outputs, gradients = _gradients(case, layer, x, compiled)
+            for output in keras.tree.flatten(outputs):
+                test.assertEqual(
+                    keras.backend.standardize_dtype(output.dtype), dtype
+                )
+                test.assertTrue(
+                    np.all(
+                        np.isfinite(
+                            ops.convert_to_numpy(ops.cast(output, "float32"))
+                        )
+                    )
+                )
             for weight in layer.trainable_weights:
-                test.assertEqual(weight.dtype, tf.float32)
-            for gradient in tape.gradient(loss, layer.trainable_weights):
-                test.assertTrue(np.all(np.isfinite(gradient.numpy())))
+                test.assertEqual(weight.dtype, "float32")
+            for gradient in gradients[len(keras.tree.flatten(x)) :]:
+                test.assertTrue(np.all(np.isfinite(gradient)))
         finally:
             keras.mixed_precision.set_dtype_policy(policy)
 
@@ -226,7 +273,7 @@ def _perturb_capsule(case, x, index, seed):
     rng = np.random.default_rng(seed)
     perturbed = []
     for input_index, (value, shape) in enumerate(
-        zip(tf.nest.flatten(x), case.input_shapes)
+        zip(keras.tree.flatten(x), case.input_shapes)
     ):
         value = np.array(value)
         if tuple(shape[: len(case.mask_shape)]) == tuple(case.mask_shape):
@@ -247,14 +294,14 @@ def _perturb_capsule(case, x, index, seed):
 
 def _kept_outputs(layer, x, mask):
     """The outputs at the positions their Keras masks keep."""
-    outputs = tf.nest.flatten(layer(x, mask=mask))
+    outputs = keras.tree.flatten(layer(x, mask=mask))
     output_masks = layer.compute_mask(x, mask)
     if not isinstance(output_masks, (list, tuple)):
         output_masks = [output_masks] * len(outputs)
     return [
-        np.asarray(output)
+        ops.convert_to_numpy(output)
         if output_mask is None
-        else np.asarray(output)[np.asarray(output_mask)]
+        else ops.convert_to_numpy(output)[ops.convert_to_numpy(output_mask)]
         for output, output_mask in zip(outputs, output_masks)
     ]
 
@@ -268,7 +315,7 @@ def check_masked_capsule_changes_nothing(test, case):
     mask = np.ones((2, *case.mask_shape), bool)
     left_out = (1,) + (0,) * (len(case.mask_shape) - 1)
     mask[(slice(None), *left_out)] = False
-    mask = tf.constant(mask)
+    mask = ops.convert_to_tensor(mask)
     outputs = _kept_outputs(layer, x, mask)
     padded = _kept_outputs(layer, _perturb_capsule(case, x, left_out, 1), mask)
     for got, want in zip(padded, outputs):

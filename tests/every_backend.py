@@ -4,7 +4,6 @@ backend runs a function, and gradients by each backend's automatic
 differentiation. The backend is Keras's (`KERAS_BACKEND`)."""
 
 import importlib
-import unittest
 
 import keras
 import numpy as np
@@ -21,13 +20,6 @@ MODES = {
 }[BACKEND]
 # The modes that compile with XLA.
 XLA_MODES = {"xla", "jit"}
-# Keras's PyTorch backend computes several ops of float64 tensors in
-# float32 (`ops.minimum` among them: its dtype promotion maps 64-bit
-# types to 32-bit ones, as JAX does by default), so a test that needs
-# float64's precision runs on the other backends.
-_WITHOUT_FLOAT64 = BACKEND == "torch"
-_FLOAT64_REASON = "Keras's PyTorch backend computes some float64 ops in float32"
-needs_float64 = unittest.skipIf(_WITHOUT_FLOAT64, _FLOAT64_REASON)
 
 
 def numpy(tensors):
@@ -115,6 +107,50 @@ def value_and_gradients(function, inputs, upstream=None):
     return detached, list(gradients)
 
 
+def loss_gradients(loss, inputs, variables, compiled=True):
+    """The gradients of the scalar `loss(*inputs)` with respect to each of
+    `inputs` and then each of `variables` (Keras variables that `loss`
+    reads), as NumPy arrays (zeros where `loss` does not depend on one),
+    by the backend's own automatic differentiation. On JAX, `compiled`
+    differentiates under `jax.jit`; otherwise op by op, each op its own
+    small compiled program (minutes for an EM layer)."""
+    inputs = [keras.ops.convert_to_tensor(x) for x in inputs]
+    if BACKEND == "tensorflow":
+        tf = importlib.import_module("tensorflow")
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            value = loss(*inputs)
+        gradients = [
+            None if gradient is None else tf.convert_to_tensor(gradient)
+            for gradient in tape.gradient(value, [*inputs, *variables])
+        ]
+    elif BACKEND == "jax":
+        jax = importlib.import_module("jax")
+
+        def stateless(input_values, variable_values):
+            mapping = list(zip(variables, variable_values))
+            with keras.StatelessScope(state_mapping=mapping):
+                return loss(*input_values)
+
+        gradient = jax.grad(stateless, argnums=(0, 1))
+        by_input, by_variable = (jax.jit(gradient) if compiled else gradient)(
+            inputs, [variable.value for variable in variables]
+        )
+        gradients = [*by_input, *by_variable]
+    else:
+        inputs = [x.detach().requires_grad_(True) for x in inputs]
+        sources = [*inputs, *(variable.value for variable in variables)]
+        gradients = importlib.import_module("torch").autograd.grad(
+            loss(*inputs), sources, allow_unused=True
+        )
+    return [
+        np.zeros(source.shape, "float32")
+        if gradient is None
+        else numpy(keras.ops.cast(gradient, "float32"))
+        for source, gradient in zip([*inputs, *variables], gradients)
+    ]
+
+
 class TestCase(parameterized.TestCase):
     """The assertions of `tf.test.TestCase` that the suite uses, with its
     default tolerances, on any backend's tensors."""
@@ -138,12 +174,6 @@ class TestCase(parameterized.TestCase):
     def assertAllInRange(self, values, low, high):  # noqa: N802
         values = numpy(values)
         self.assertTrue(np.all((values >= low) & (values <= high)), values)
-
-    def skip_unless_computed_in(self, dtype):
-        """Skips the test where the backend does not compute in `dtype`
-        (float64 on PyTorch, as `needs_float64`)."""
-        if dtype == "float64" and _WITHOUT_FLOAT64:
-            self.skipTest(_FLOAT64_REASON)
 
     def assertDTypeEqual(self, tensor, dtype):  # noqa: N802
         self.assertEqual(keras.backend.standardize_dtype(tensor.dtype), dtype)

@@ -33,10 +33,21 @@ _SUBPACKAGES = (
 
 
 def _modules():
+    """Every module, but the fast paths of backends other than Keras's
+    (they import their framework)."""
+    others = {
+        f"keras_capsules.backend.{name}"
+        for name in ("tensorflow", "torch")
+        if name != keras.backend.backend()
+    }
     return sorted(
         info.name
         for info in pkgutil.walk_packages(
-            keras_capsules.__path__, "keras_capsules."
+            keras_capsules.__path__, "keras_capsules.", onerror=lambda _: None
+        )
+        if not any(
+            info.name == other or info.name.startswith(f"{other}.")
+            for other in others
         )
     )
 

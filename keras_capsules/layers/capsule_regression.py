@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_capsules import ops as capsule_ops
 from keras_capsules.layers import kernel_arguments, validation
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops import labels as label_checks
 
 # The smallest probability whose log `return_logits` gives: one that
@@ -132,7 +133,9 @@ class CapsuleRegression(keras.layers.Layer):
         probabilities = capsule_ops.capsule_regression_probabilities(means)
         if self.return_logits:
             return ops.cast(
-                ops.log(ops.maximum(probabilities, _SMALLEST_PROBABILITY)),
+                ops.log(
+                    dtype_keeping.maximum(probabilities, _SMALLEST_PROBABILITY)
+                ),
                 self.compute_dtype,
             )
         return ops.cast(probabilities, self.compute_dtype)

@@ -185,7 +185,7 @@ class CapsuleRouting(keras.layers.Layer):
         if not self._ROUTES_GRIDS:
             logits, poses, mask = contract.as_list(logits, poses, mask)
         outputs = self._route(
-            ops.cast(logits, "float32"),
+            ops.cast(logits, routing_dtype(self)),
             ops.cast(poses, self.compute_dtype),
             mask,
         )
@@ -214,3 +214,10 @@ class CapsuleRouting(keras.layers.Layer):
             **kernel_arguments.kernel_config(self),
             **contract.MARKER,
         }
+
+
+def routing_dtype(layer):
+    """The dtype `layer` routes in: float32 (float16's range and precision
+    lose the variances, log-densities and agreements), or float64 under a
+    float64 policy."""
+    return "float64" if layer.compute_dtype == "float64" else "float32"

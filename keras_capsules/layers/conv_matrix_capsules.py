@@ -10,6 +10,7 @@ from keras_capsules.layers import (
     kernel_arguments,
     validation,
 )
+from keras_capsules.layers.capsule_routing import routing_dtype
 from keras_capsules.layers.masks import combined_input_mask
 from keras_capsules.ops.capsule_patches import extract_patches
 from keras_capsules.ops.capsule_votes import (
@@ -154,12 +155,14 @@ class ConvMatrixCapsules(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         logits, poses = inputs
-        activations = ops.sigmoid(ops.cast(logits, "float32"))
+        dtype = routing_dtype(self)
+        activations = ops.sigmoid(ops.cast(logits, dtype))
         return self._route(activations, poses, combined_input_mask(mask), True)
 
     def _route(self, activations, poses, mask, return_logits):
         """`[activations or logits, poses]` of the parents, in the compute
         dtype, from child activations."""
+        dtype = routing_dtype(self)
         if mask is not None:
             activations = activations * ops.cast(mask, activations.dtype)
         # Under XLA the grids' gradients, sums of K x K shifted copies,
@@ -176,20 +179,20 @@ class ConvMatrixCapsules(keras.layers.Layer):
         # The activation-weighted mean vote that the routing centres the
         # votes on, from the patches: it reads no vote-sized tensor.
         vote_offset = conv_capsule_vote_means(
-            ops.cast(patches, "float32"),
-            ops.cast(self.kernel, "float32"),
+            ops.cast(patches, dtype),
+            ops.cast(self.kernel, dtype),
             extract_patches(
-                ops.cast(activations, "float32"),
+                ops.cast(activations, dtype),
                 self.kernel_size,
                 self.strides,
             ),
         )
-        # Route in float32: float16 variances and log-densities lose range.
+        # Route in float32 (float64 under a float64 policy).
         parents, means, _ = conv_em_routing_by_parent(
-            ops.cast(ops.reshape(votes, (*shape[:7], 16)), "float32"),
-            ops.cast(activations, "float32"),
-            ops.cast(self.beta_u, "float32"),
-            ops.cast(self.beta_a, "float32"),
+            ops.cast(ops.reshape(votes, (*shape[:7], 16)), dtype),
+            ops.cast(activations, dtype),
+            ops.cast(self.beta_u, dtype),
+            ops.cast(self.beta_a, dtype),
             self.inverse_temperature_weight,
             self.strides,
             cost=em_activation.op_cost(

@@ -6,6 +6,7 @@ from keras import ops
 from keras_capsules.layers.capsule_routing import (
     SHARE_WEIGHTS_HINT,
     CapsuleRouting,
+    routing_dtype,
 )
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.dynamic_routing import dynamic_routing
@@ -91,11 +92,12 @@ class DynamicRouting(CapsuleRouting):
         return keras.initializers.RandomNormal(stddev=_DEFAULT_KERNEL_STDDEV)
 
     def _route(self, logits, poses, mask):
-        # Route in float32: float16 agreement sums lose precision.
-        votes = ops.cast(self.capsule_votes(poses), "float32")
+        # Route in float32 (float64 under a float64 policy): float16
+        # agreement sums lose precision.
+        votes = ops.cast(self.capsule_votes(poses), routing_dtype(self))
         if logits is not None:  # u_i = sigmoid(logit_i) P_i / |P_i|.
             lengths = ops.sigmoid(logits) / safe_norm(
-                ops.cast(poses, "float32"), axis=(-2, -1)
+                ops.cast(poses, routing_dtype(self)), axis=(-2, -1)
             )
             votes = votes * lengths[:, :, None, None, None]
         shape = ops.shape(votes)

@@ -6,8 +6,10 @@ from keras import ops
 from keras_capsules.layers.capsule_routing import (
     SHARE_WEIGHTS_HINT,
     CapsuleRouting,
+    routing_dtype,
 )
 from keras_capsules.layers.masks import combined_input_mask
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.heinsen_routing import heinsen_routing
 from keras_capsules.ops.heinsen_routing_linear import heinsen_routing_linear
@@ -150,11 +152,14 @@ class HeinsenRouting(CapsuleRouting):
             )
 
     def _route(self, scores, capsules, mask):
-        beta_use = ops.cast(self.beta_use, "float32")
+        beta_use = ops.cast(self.beta_use, routing_dtype(self))
         beta_ign = (
-            beta_use if self.tie_betas else ops.cast(self.beta_ign, "float32")
+            beta_use
+            if self.tie_betas
+            else ops.cast(self.beta_ign, routing_dtype(self))
         )
-        # Route in float32: half-precision Gaussian log-densities overflow.
+        # Route in float32 (float64 under a float64 policy): half-precision
+        # Gaussian log-densities overflow.
         arguments = {
             "num_iterations": self.num_iterations,
             "mask": mask,
@@ -170,7 +175,7 @@ class HeinsenRouting(CapsuleRouting):
             kernel, bias = self._linear_vote_weights(capsules)
             return heinsen_routing_linear(
                 scores,
-                ops.cast(capsules, "float32"),
+                ops.cast(capsules, routing_dtype(self)),
                 kernel,
                 bias,
                 beta_use,
@@ -179,25 +184,25 @@ class HeinsenRouting(CapsuleRouting):
             )
         return heinsen_routing(
             scores,
-            ops.cast(self.votes(capsules), "float32"),
+            ops.cast(self.votes(capsules), routing_dtype(self)),
             beta_use,
             beta_ign,
             **arguments,
         )
 
     def _linear_vote_weights(self, capsules):
-        """`(kernel (n_out, d_in, d_out), bias)` in float32 such that
+        """`(kernel (n_out, d_in, d_out), bias)` in the routing dtype such that
         `V[i, j] = mu_inp[i] kernel[j] + bias[j]` (bias per example when
         outputs vary)."""
-        kernel = ops.cast(self.kernel, "float32")
-        bias = ops.cast(self.bias, "float32")
+        kernel = ops.cast(self.kernel, routing_dtype(self))
+        bias = ops.cast(self.bias, routing_dtype(self))
         if not self.variable_outputs:
             return kernel, bias
         count = ops.shape(capsules)[1]
         kernel = ops.broadcast_to(kernel, (count, *kernel.shape))
-        anchors = ops.matmul(
-            ops.cast(capsules, "float32"),
-            ops.cast(self.anchor_kernel, "float32"),
+        anchors = dtype_keeping.matmul(
+            ops.cast(capsules, routing_dtype(self)),
+            ops.cast(self.anchor_kernel, routing_dtype(self)),
         )  # (b, j, c, h)
         return kernel, anchors + bias
 
@@ -208,8 +213,8 @@ class HeinsenRouting(CapsuleRouting):
         if not self.variable_outputs:
             return self.capsule_votes(capsules, self.bias)
         kernel = ops.cast(self.kernel, self.compute_dtype)
-        transformed = ops.matmul(capsules, kernel)  # (b, i, c, h)
-        anchors = ops.matmul(
+        transformed = dtype_keeping.matmul(capsules, kernel)  # (b, i, c, h)
+        anchors = dtype_keeping.matmul(
             capsules, ops.cast(self.anchor_kernel, self.compute_dtype)
         )  # (b, j, c, h)
         bias = ops.cast(self.bias, self.compute_dtype)

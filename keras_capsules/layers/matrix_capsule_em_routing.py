@@ -6,7 +6,10 @@ import numpy as np
 from keras import ops
 
 from keras_capsules.layers import em_activation
-from keras_capsules.layers.capsule_routing import CapsuleRouting
+from keras_capsules.layers.capsule_routing import (
+    CapsuleRouting,
+    routing_dtype,
+)
 from keras_capsules.ops.em_routing import em_routing
 
 
@@ -125,19 +128,21 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
 
     def votes(self, poses):
         """`(batch, n_in, n_out, d_cov d_out)` votes of `(batch, *capsules,
-        d_cov, d_in)` poses, in float32, coordinates added on a grid."""
+        d_cov, d_in)` poses, in the routing dtype (float32, or float64
+        under a float64 policy), coordinates added on a grid."""
+        dtype = routing_dtype(self)
         poses = ops.cast(poses, self.compute_dtype)
         shape = ops.shape(poses)
         types, d_cov = self.kernel.shape[0], poses.shape[-2]
         votes = self.capsule_votes(  # Positions of a grid as examples.
             ops.reshape(poses, (-1, types, d_cov, poses.shape[-1]))
         )
-        votes = ops.cast(votes, "float32")
+        votes = ops.cast(votes, dtype)
         if self.on_grid:
             votes = ops.reshape(votes, (*shape[:3], *votes.shape[1:]))
             if self.coordinate_addition:
                 votes = votes + coordinate_offsets(
-                    shape[1], shape[2], "float32", d_cov, self.capsule_dim
+                    shape[1], shape[2], dtype, d_cov, self.capsule_dim
                 )
         return ops.reshape(
             votes, (shape[0], -1, self.num_capsules, d_cov * self.capsule_dim)
@@ -147,17 +152,19 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         return self._route_activations(ops.sigmoid(logits), poses, mask)
 
     def _route_activations(self, activations, poses, mask):
-        """Float32 `(logits, means, variances)` of the output capsules."""
+        """`(logits, means, variances)` of the output capsules, in the
+        routing dtype."""
+        dtype = routing_dtype(self)
         batch = ops.shape(activations)[0]
         if mask is not None:
             mask = ops.reshape(mask, (batch, -1))
-        # Route in float32: float16 variances and log-densities lose range.
+        # Route in float32 (float64 under a float64 policy).
         votes = self.votes(poses)
         logits, means, variances = em_routing(
             votes,
-            ops.reshape(ops.cast(activations, "float32"), (batch, -1)),
-            ops.cast(self.beta_u, "float32"),
-            ops.cast(self.beta_a, "float32"),
+            ops.reshape(ops.cast(activations, dtype), (batch, -1)),
+            ops.cast(self.beta_u, dtype),
+            ops.cast(self.beta_a, dtype),
             self.inverse_temperature_weight,
             mask=mask,
             cost=em_activation.op_cost(self, votes.shape[1]),

@@ -141,11 +141,7 @@ class PrimaryCapsules(keras.layers.Layer):
         `convolution_algorithm`)."""
         if self.convolution_algorithm != "auto":
             return self.convolution_algorithm == "spectral"
-        on_cpu_only = all(
-            device.lower().startswith("cpu")
-            for device in keras.distribution.list_devices()
-        )
-        return on_cpu_only and spectral_is_cheaper(
+        return _on_cpu_only() and spectral_is_cheaper(
             tuple(input_shape[1:3]),
             tuple(self.convolution.kernel.shape),
             self.convolution.strides,
@@ -174,3 +170,15 @@ class PrimaryCapsules(keras.layers.Layer):
             **kernel_arguments.kernel_config(self),
             **contract.MARKER,
         }
+
+
+def _on_cpu_only():
+    """Whether Keras computes on CPUs only (the distribution API lists the
+    devices on TensorFlow and JAX; Keras's PyTorch backend has no such
+    list and places each tensor on its one device)."""
+    if keras.backend.backend() == "torch":
+        return ops.zeros(()).device.type == "cpu"
+    return all(
+        device.lower().startswith("cpu")
+        for device in keras.distribution.list_devices()
+    )

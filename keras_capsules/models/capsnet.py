@@ -2,17 +2,16 @@
 reconstruction decoder (Sabour, Frosst, Hinton 2017, sec. 4)."""
 
 import dataclasses
+import importlib
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from keras_capsules import layers
 from keras_capsules.losses import MarginLoss, ReconstructionLoss
 from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.models.paper_backbones import capsnet_layers
-from keras_capsules.recipes import gradient_step
 
 
 @keras.saving.register_keras_serializable(package="keras_capsules")
@@ -153,7 +152,12 @@ class CapsNet(keras.Model):
         )
         return lengths, loss, reconstruction_loss
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        """TensorFlow's training step (Keras's JAX and PyTorch steps take
+        other arguments): the margin loss plus the weighted reconstruction
+        loss of the true class's capsule."""
+        (data,) = _tensorflow_step_arguments("training", args)
+        tf, gradient_step = _tensorflow_parts()
         images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
         )
@@ -166,7 +170,9 @@ class CapsNet(keras.Model):
             images, labels, lengths, loss, reconstruction_loss, sample_weight
         )
 
-    def test_step(self, data):
+    def test_step(self, *args):
+        """TensorFlow's test step, with the training step's two losses."""
+        (data,) = _tensorflow_step_arguments("test", args)
         images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
         )
@@ -182,6 +188,7 @@ class CapsNet(keras.Model):
     ):
         # Losses are divided by the number of replicas for the gradient sum;
         # the trackers report the per-example value.
+        tf, gradient_step = _tensorflow_parts()
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         batch_size = tf.shape(images)[0]
         gradient_step.update_loss_metric(self, loss, batch_size)
@@ -230,3 +237,26 @@ def capsnet(image_shape=(28, 28, 1), num_classes=10, config=None, **kwargs):
     # `model.export` works before any real call.
     model(keras.KerasTensor((None, *model.image_shape)))
     return model
+
+
+def _tensorflow_step_arguments(step, args):
+    """`args` of a TensorFlow `train_step` or `test_step`; elsewhere an
+    error that says what runs where."""
+    if keras.backend.backend() != "tensorflow":
+        raise NotImplementedError(
+            f"CapsNet's {step} step (with the reconstruction of each "
+            "example's true class) is written for Keras's TensorFlow "
+            f"backend; this process runs {keras.backend.backend()!r}. Set "
+            "KERAS_BACKEND=tensorflow to train or evaluate it; on every "
+            "backend it predicts, saves and loads."
+        )
+    return args
+
+
+def _tensorflow_parts():
+    """`(tensorflow, recipes.gradient_step)`, imported when a TensorFlow
+    training or test step first runs."""
+    return (
+        importlib.import_module("tensorflow"),
+        importlib.import_module("keras_capsules.recipes.gradient_step"),
+    )

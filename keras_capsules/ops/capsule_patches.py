@@ -3,6 +3,8 @@ parent patches, and fold patch values back onto the child grid."""
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
+
 # Fills the child positions that a kernel offset does not reach when
 # folding with `reduction="max"`; finite, so it never makes a NaN.
 _LOWEST = -1e30
@@ -99,5 +101,5 @@ def fold_patches(patches, grid_size, strides, reduction="sum"):
             elif reduction == "sum":
                 result = result + placed
             else:
-                result = ops.maximum(result, placed)
+                result = dtype_keeping.maximum(result, placed)
     return result

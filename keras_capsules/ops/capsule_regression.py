@@ -18,6 +18,7 @@ sigma^2 -> 1 (eqs. 20-21).
 import keras
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.interpolating_coefficient import (
     interpolating_coefficient,
     interpolating_coefficients,
@@ -98,7 +99,7 @@ def posterior_scales(means, labels):
     uniform = (2.0 * one_hot + d) / (2.0 + d * m)
     q = _mixture(lambda_1[..., None], label_share[..., None], uniform)
     tiny = ops.cast(_smallest_normal(means.dtype), means.dtype)
-    return q / ops.maximum(probability, tiny)[..., None]
+    return q / dtype_keeping.maximum(probability, tiny)[..., None]
 
 
 def _mixture(coefficient, certain, uncertain):

@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.compilation import compiled_by_xla
 
 
@@ -81,7 +82,7 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
                 kernel,
                 ops.reshape(ops.transpose(bias, (1, 0, 2)), (d_cov, -1)),
             )
-        votes = ops.matmul(rows, kernel)
+        votes = dtype_keeping.matmul(rows, kernel)
         votes = ops.reshape(
             votes, (batch, num_inputs, d_cov, num_outputs, d_out)
         )
@@ -107,7 +108,7 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
                     (num_inputs, d_cov, flat_outputs),
                 ),
             )
-        votes = ops.matmul(rows, kernel)
+        votes = dtype_keeping.matmul(rows, kernel)
         votes = ops.reshape(
             votes, (num_inputs, batch, d_cov, num_outputs, d_out)
         )
@@ -181,7 +182,7 @@ def conv_capsule_votes(patches, kernel):
         (slots, -1, d_in),
     )
     votes = ops.reshape(
-        ops.matmul(by_slot, _kernel_by_slot(kernel)),
+        dtype_keeping.matmul(by_slot, _kernel_by_slot(kernel)),
         (size, size, child_types, batch, rows, columns, d_cov, types, d_out),
     )
     return ops.transpose(votes, (3, 4, 5, 7, 0, 1, 2, 6, 8))
@@ -239,7 +240,7 @@ def conv_capsule_vote_means(patches, kernel, weights):
     kernel = ops.reshape(_kernel_by_slot(kernel), (slots * d_in, types * d_out))
     sums = ops.transpose(
         ops.reshape(
-            ops.matmul(weighted, kernel),
+            dtype_keeping.matmul(weighted, kernel),
             (batch, rows, columns, d_cov, types, d_out),
         ),
         (0, 1, 2, 4, 3, 5),

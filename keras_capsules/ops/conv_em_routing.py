@@ -3,6 +3,7 @@ child is assigned over every parent whose receptive field holds it."""
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import positive_int, routing_tensor
 from keras_capsules.ops.capsule_patches import (
     extract_patches,
@@ -254,7 +255,7 @@ def _route_by_parent(
         # term is exp(0)); the floor only keeps log finite elsewhere.
         log_total = (
             extract_patches(
-                ops.log(ops.maximum(total, 1.0)), kernel_size, strides
+                ops.log(dtype_keeping.maximum(total, 1.0)), kernel_size, strides
             )
             + shift_slots
         )

@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import (
     check_num_iterations,
     check_rank,
@@ -99,13 +100,13 @@ def routing_iterations(votes, weight, num_iterations):
             steps["softmaxes"].append(coupling)
         if weight is not None:
             coupling = coupling * weight
-        total = ops.matmul(coupling[:, :, None, :], votes)[:, :, 0, :]
+        total = dtype_keeping.matmul(coupling[:, :, None, :], votes)[:, :, 0, :]
         capsule = squash(total)  # Eq. 1, (b, j, h).
         steps["couplings"].append(coupling)
         steps["totals"].append(total)
         steps["capsules"].append(capsule)
         if iteration + 1 < num_iterations:
-            agreement = ops.matmul(votes, capsule[..., None])[..., 0]
+            agreement = dtype_keeping.matmul(votes, capsule[..., None])[..., 0]
             routing_logits = (
                 agreement
                 if routing_logits is None

@@ -15,6 +15,7 @@ import math
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops import heinsen_steps as steps
 from keras_capsules.ops.arguments import check_num_iterations, check_rank
 
@@ -140,13 +141,13 @@ def heinsen_routing_linear(
                 + log_two_pi,
                 axis=(-2, -1),
             )  # (b, j)
-            distance = ops.matmul(
+            distance = dtype_keeping.matmul(
                 outer,
                 ops.transpose(
                     ops.reshape(q_matrix, (batch, num_outputs, -1)),
                     (0, 2, 1),
                 ),
-            ) - 2.0 * ops.matmul(
+            ) - 2.0 * dtype_keeping.matmul(
                 flat_x,
                 ops.transpose(
                     ops.reshape(q_vector, (batch, num_outputs, -1)),
@@ -171,10 +172,11 @@ def heinsen_routing_linear(
         # get (almost) no input agree with the formed votes too.
         share_sum = (total_use / (total_use + epsilon))[..., None]
         first = ops.reshape(
-            ops.matmul(shares, flat_x), (batch, num_outputs, d_cov, d_in)
+            dtype_keeping.matmul(shares, flat_x),
+            (batch, num_outputs, d_cov, d_in),
         )  # sum_i w x
         second = ops.reshape(
-            ops.matmul(shares, outer),
+            dtype_keeping.matmul(shares, outer),
             (batch, num_outputs, d_cov, d_in, d_in),
         )  # sum_i w x x^T
         spread = second - (2.0 - share_sum[..., None]) * (
@@ -186,7 +188,7 @@ def heinsen_routing_linear(
             bias * (2.0 * mapped_first + share_sum * bias)
         )
         variances = (
-            ops.maximum(
+            dtype_keeping.maximum(
                 ops.einsum(
                     "bjcdh,jdh->bjch",
                     ops.einsum("bjcde,jeh->bjcdh", spread, kernel),

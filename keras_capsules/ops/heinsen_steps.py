@@ -8,6 +8,8 @@ import numbers
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
+
 # Added to the use-weighted totals before dividing by them, and to the
 # output variances: keeps identical votes (zero variance) and all-masked
 # inputs finite. The author's code (glassroom/heinsen_routing, `eps`)
@@ -49,7 +51,7 @@ def output_presence(output_mask, batch, num_outputs, dtype):
 
 def first_responsibility(present, num_inputs):
     """Line 5, `R = 1 / n_out`, over the outputs that take part."""
-    uniform = present / ops.maximum(
+    uniform = present / dtype_keeping.maximum(
         ops.sum(present, axis=-1, keepdims=True), 1.0
     )
     batch, _, num_outputs = ops.shape(present)

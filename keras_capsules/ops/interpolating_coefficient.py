@@ -37,6 +37,8 @@ import math
 import keras
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
+
 # Above this beta, I_s0 comes from its asymptotic series; at or below, from
 # the Poisson-weighted series. 40 keeps the asymptotic series' smallest term
 # below 1e-17 and the Poisson series short.
@@ -97,22 +99,27 @@ def interpolating_coefficients(beta, s):
     dtype = keras.backend.standardize_dtype(beta.dtype)
     dtype = dtype if dtype == "float64" else "float32"
 
+    # One stacked output: Keras's PyTorch backend passes a custom gradient
+    # the upstream gradient of a single output only, by keyword after the
+    # inputs (the portable signature of `ops.custom_gradient`'s example).
     @ops.custom_gradient
     def coefficients(beta_in):
         values, derivatives = coefficients_and_derivatives(
             ops.cast(beta_in, dtype), s
         )
-        outputs = tuple(ops.cast(v, beta_in.dtype) for v in values)
+        stacked = ops.cast(ops.stack(values), beta_in.dtype)  # (2, ...)
 
-        def grad(*upstream):
-            total = sum(
-                ops.cast(u, dtype) * d for u, d in zip(upstream, derivatives)
-            )
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            upstream = ops.cast(upstream, dtype)
+            total = upstream[0] * derivatives[0] + upstream[1] * derivatives[1]
             return ops.cast(total, beta_in.dtype)
 
-        return outputs, grad
+        return stacked, grad
 
-    return coefficients(beta)
+    stacked = coefficients(beta)
+    return stacked[0], stacked[1]
 
 
 def check_order(s):
@@ -137,7 +144,7 @@ def coefficients_and_derivatives(beta, s):
 
     `beta` is a float32 or float64 tensor; `s` a float >= 0.
     """
-    beta = ops.maximum(ops.stop_gradient(beta), 0.0)
+    beta = dtype_keeping.maximum(ops.stop_gradient(beta), 0.0)
     # Both orders s and s + 1 come from one recursion, so the forward one
     # must be stable at order s + 1 too.
     forward = beta > s + 1.0

@@ -1,8 +1,7 @@
 """Batched products of small matrices, at the running backend's lowest
 per-call cost."""
 
-from keras import ops
-
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.fast_paths import fast_path
 
 
@@ -21,4 +20,4 @@ def small_matmul(a, b):
         `(..., n, m)`.
     """
     product = fast_path("small_matmul")
-    return ops.matmul(a, b) if product is None else product(a, b)
+    return dtype_keeping.matmul(a, b) if product is None else product(a, b)

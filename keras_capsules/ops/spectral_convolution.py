@@ -14,6 +14,7 @@ differentiation its gradients, is nothing but matrix products.
 import keras
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.spectral_dft_matrices import dft_matrices
 
 # `spectral` is chosen where it needs at most this fraction of the direct
@@ -101,24 +102,29 @@ def spectral_conv2d(inputs, kernel, strides=1, padding="valid"):
 
     # Spectrum of the images: over w, then over h into the 3 components.
     x = ops.transpose(ops.cast(inputs, compute), (2, 1, 0, 3))  # (W, H, b, C)
-    x = ops.matmul(matrices["width"], ops.reshape(x, (width, -1)))
+    x = dtype_keeping.matmul(matrices["width"], ops.reshape(x, (width, -1)))
     x = ops.reshape(x, (half, 2 * height, -1))  # (V, (re/im, h), b*C)
-    x = ops.matmul(matrices["input_height"][None], x)  # (V, 3H, b*C)
+    x = dtype_keeping.matmul(matrices["input_height"][None], x)  # (V, 3H, b*C)
     x = ops.reshape(x, (half * rows, -1, channels))
 
     # Spectrum of the kernel, zero-padded to H x W (the padding's columns
     # are left out of the DFT matrices).
     k = ops.transpose(ops.cast(kernel, compute), (1, 0, 2, 3))  # (kw, kh, C, O)
-    k = ops.matmul(matrices["kernel_width"], ops.reshape(k, (kernel_width, -1)))
+    k = dtype_keeping.matmul(
+        matrices["kernel_width"], ops.reshape(k, (kernel_width, -1))
+    )
     k = ops.reshape(k, (half, 2 * kernel_height, -1))
-    k = ops.matmul(matrices["kernel_height"][None], k)  # (V, 3H, C*O)
+    k = dtype_keeping.matmul(matrices["kernel_height"][None], k)  # (V, 3H, C*O)
     k = ops.reshape(k, (half * rows, channels, filters))
 
     # One real product per component and frequency, then back to space
     # at the strided output positions: over u, then over v.
-    y = ops.reshape(ops.matmul(x, k), (half, rows, -1))  # (V, 3H, b*O)
-    y = ops.matmul(matrices["output_height"][None], y)  # (V, 2H', b*O)
-    y = ops.matmul(matrices["output_width"], ops.reshape(y, (2 * half, -1)))
+    y = ops.reshape(dtype_keeping.matmul(x, k), (half, rows, -1))
+    # (V, 3H, b*O) above; (V, 2H', b*O) below.
+    y = dtype_keeping.matmul(matrices["output_height"][None], y)
+    y = dtype_keeping.matmul(
+        matrices["output_width"], ops.reshape(y, (2 * half, -1))
+    )
     y = ops.reshape(y, (out_width, out_height, -1, filters))
     return ops.cast(ops.transpose(y, (2, 1, 0, 3)), dtype)
 

@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import at_least_float32
 
 # Inside the square root of a norm: keeps its gradient finite at 0 and is
@@ -41,7 +42,9 @@ def safe_norm(x, axis=-1, keepdims=False, epsilon=_NORM_EPSILON):
         return ops.sqrt(squared + epsilon)
 
     def scaled():  # Only when a square overflowed: it costs a reduction.
-        scale = ops.maximum(ops.max(ops.abs(x), axis=axis, keepdims=True), 1.0)
+        scale = dtype_keeping.maximum(
+            ops.max(ops.abs(x), axis=axis, keepdims=True), 1.0
+        )
         total = ops.sum(ops.square(x / scale), axis=axis, keepdims=True)
         return scale * ops.sqrt(total + epsilon / scale**2)
 
@@ -115,7 +118,7 @@ def squashed_length_logit(capsules, axis=-1):
         0.9615
     """
     capsules = ops.convert_to_tensor(capsules)
-    length = ops.minimum(
+    length = dtype_keeping.minimum(
         safe_norm(capsules, axis=axis),
         ops.cast(_LARGEST_LENGTH, capsules.dtype),
     )

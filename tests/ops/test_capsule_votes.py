@@ -12,7 +12,6 @@ from tests.every_backend import (
     BACKEND,
     MODES,
     TestCase,
-    needs_float64,
     run_in,
     value_and_gradients,
 )
@@ -58,7 +57,6 @@ class CapsuleVotesTest(TestCase):
         ("shared_bias", True, True, 1),
         ("vector_capsules", False, True, 1),
     )
-    @needs_float64
     def test_matches_reference(self, shared, with_bias, d_cov):
         rng = np.random.default_rng(d_cov)
         n_in, n_out, d_in, d_out = 5, 3, 4, 6
@@ -72,7 +70,6 @@ class CapsuleVotesTest(TestCase):
         )
 
     @parameterized.product(shared=(False, True), d_cov=(1, 4), mode=MODES)
-    @needs_float64
     def test_values_and_gradients_with_bias_in_every_mode(
         self, shared, d_cov, mode
     ):
@@ -182,7 +179,6 @@ class ConvCapsuleVotesTest(TestCase):
         ("matrices_4x4", (2, 2, 3, 2, 2, 3, 4, 4), 5),
         ("rectangular", (1, 3, 2, 3, 3, 2, 2, 3), 4),
     )
-    @needs_float64
     def test_matches_one_product_at_a_time(self, patch_shape, types_out):
         rng = np.random.default_rng(0)
         patches = rng.normal(size=patch_shape)
@@ -204,7 +200,6 @@ class ConvCapsuleVotesTest(TestCase):
 
 
 class ConvCapsuleVoteMeansTest(TestCase):
-    @needs_float64
     def test_matches_the_weighted_mean_of_the_votes(self):
         rng = np.random.default_rng(1)
         patches = rng.normal(size=(2, 2, 3, 3, 3, 2, 4, 4))

@@ -10,7 +10,6 @@ from keras_capsules import ops as capsule_ops
 from keras_capsules.ops import ActivationCost, capsule_patches
 from tests.every_backend import (
     TestCase,
-    needs_float64,
     numpy,
     value_and_gradients,
 )
@@ -215,7 +214,6 @@ class ConvEMRoutingTest(TestCase):
         for tensor in [*outputs, *gradients]:
             self.assertTrue(np.all(np.isfinite(numpy(tensor))))
 
-    @needs_float64
     def test_vote_offset_from_patches_routes_alike(self):
         # The layer's offset, formed from patches and kernel, against the
         # op's own from the votes: the routing does not depend on it.

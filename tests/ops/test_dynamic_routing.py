@@ -9,7 +9,6 @@ from tests.every_backend import (
     MODES,
     XLA_MODES,
     TestCase,
-    needs_float64,
     numpy,
     run_in,
     value_and_gradients,
@@ -151,7 +150,6 @@ class DynamicRoutingTest(TestCase):
         ("three_iterations", 3, None),
         ("four_with_mask", 4, np.array([[1, 0, 1, 1], [0, 1, 1, 1]], bool)),
     )
-    @needs_float64
     def test_gradient_matches_finite_differences_of_the_reference(
         self, num_iterations, mask
     ):

@@ -21,8 +21,14 @@ class FastPathTest(tf.test.TestCase):
         self.assertIsNotNone(fast_paths.fast_path("small_matmul"))
 
     def test_an_unknown_name_is_refused(self):
-        with self.assertRaises(AttributeError):
+        with self.assertRaisesRegex(ValueError, "'no_such_path'"):
             fast_paths.fast_path("no_such_path")
+
+    def test_every_form_tensorflow_has_is_a_known_name(self):
+        from keras_capsules.backend import tensorflow as forms
+
+        self.assertContainsSubset(forms.__all__, fast_paths.NAMES)
+        self.assertIsNone(fast_paths.fast_path("matmul"))
 
 
 class NeutralChecksTest(tf.test.TestCase):

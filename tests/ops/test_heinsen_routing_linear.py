@@ -10,7 +10,6 @@ from tests.every_backend import (
     MODES,
     XLA_MODES,
     TestCase,
-    needs_float64,
     numpy,
     run_in,
     value_and_gradients,
@@ -41,7 +40,6 @@ def formed_votes(capsules, kernel, bias):
 
 class HeinsenRoutingLinearTest(TestCase):
     @parameterized.named_parameters(("one", 1), ("three", 3), ("five", 5))
-    @needs_float64
     def test_matches_the_paper_algorithm_float64(self, iterations):
         scores, capsules, kernel, bias, beta_use, beta_ign = linear_case(
             iterations
@@ -88,7 +86,6 @@ class HeinsenRoutingLinearTest(TestCase):
         for g, w in zip(got, want):
             self.assertAllClose(g, w, rtol=1e-3, atol=1e-3)
 
-    @needs_float64
     def test_per_example_bias(self):
         scores, capsules, kernel, _, beta_use, beta_ign = linear_case(5)
         bias = np.random.default_rng(6).normal(size=(2, 3, 2, 4))
@@ -110,7 +107,6 @@ class HeinsenRoutingLinearTest(TestCase):
     def test_gradients_equal_the_formed_votes_gradients(self, dtype, tol):
         # The vote-free path is another way to compute the same function,
         # so its derivatives with respect to every input must agree.
-        self.skip_unless_computed_in(dtype)
         case = linear_case(10, batch=3, n_in=9, dtype=dtype)
         scores, capsules, kernel, bias, beta_use, beta_ign = case
         mask = output_mask = None

@@ -6,7 +6,7 @@ from absl.testing import absltest
 from keras import ops
 
 from keras_capsules import ops as capsule_ops
-from tests.every_backend import TestCase, needs_float64, value_and_gradients
+from tests.every_backend import TestCase, value_and_gradients
 
 
 def squash_reference(s):
@@ -18,7 +18,6 @@ def squash_reference(s):
 
 
 class SquashedLengthLogitTest(TestCase):
-    @needs_float64
     def test_is_twice_the_log_length_of_the_total_input(self):
         totals = np.random.default_rng(0).normal(size=(3, 4, 8)) * [
             [[0.1]],
