@@ -1,8 +1,8 @@
 """Capsule networks for Keras 3: layers, routing ops, trainers and datasets.
 
-The layers, losses, models and ops import on every Keras backend (their
-tests run on TensorFlow, JAX and PyTorch) and are imported with the
-package.
+The callbacks, layers, losses, models and ops import on every Keras
+backend (their tests run on TensorFlow, JAX and PyTorch) and are imported
+with the package.
 The parts that still need TensorFlow (`tensorflow_parts.PARTS`) load at
 their first use; on TensorFlow, those this package always imported are
 imported with it, which registers their saved classes for
@@ -15,7 +15,13 @@ import keras
 
 __version__ = "0.1.0"
 
-from keras_capsules import layers, losses, models, ops  # noqa: E402
+from keras_capsules import (  # noqa: E402
+    callbacks,
+    layers,
+    losses,
+    models,
+    ops,
+)
 from keras_capsules.tensorflow_parts import PARTS  # noqa: E402
 
 __all__ = [
@@ -39,5 +45,5 @@ def __getattr__(name):
 
 if keras.backend.backend() == "tensorflow":
     # The saved classes live in these (`datasets` and `trainers` hold none).
-    for _part in ("callbacks", "distributions", "recipes"):
+    for _part in ("distributions", "recipes"):
         importlib.import_module(f"keras_capsules.{_part}")

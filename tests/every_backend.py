@@ -164,6 +164,13 @@ class TestCase(parameterized.TestCase):
             b,
         )
 
+    def assertNotAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802
+        try:
+            self.assertAllClose(a, b, rtol=rtol, atol=atol)
+        except AssertionError:
+            return
+        raise AssertionError(msg or "The values are all close.")
+
     def assertAllEqual(self, a, b, msg=None):  # noqa: N802
         _compare(
             lambda x, y: np.testing.assert_array_equal(x, y, err_msg=msg or ""),

@@ -11,7 +11,7 @@ from keras_capsules.tensorflow_parts import PARTS
 from tests.every_backend import BACKEND, TestCase
 
 # What imports on every backend.
-NEUTRAL = ("layers", "losses", "metrics", "models", "ops", "plots")
+NEUTRAL = ("callbacks", "layers", "losses", "metrics", "models", "ops", "plots")
 
 
 class ImportTest(TestCase):
@@ -35,14 +35,21 @@ class ImportTest(TestCase):
             with self.assertRaisesRegex(ImportError, "pip install"):
                 getattr(keras_capsules, name)
 
-    def test_models_that_need_tensorflow_say_so_elsewhere(self):
-        from keras_capsules import models
+    def test_names_that_need_tensorflow_say_so_elsewhere(self):
+        from keras_capsules import callbacks, models
 
-        if BACKEND == "tensorflow":
-            self.assertTrue(callable(models.VariationalAutoencoder))
-            return
-        with self.assertRaisesRegex(ImportError, "KERAS_BACKEND=tensorflow"):
-            models.VariationalAutoencoder  # noqa: B018
+        for part, name in (
+            (models, "VariationalAutoencoder"),
+            (models, "generative_capsule_autoencoder"),
+            (callbacks, "ResumableBackup"),
+        ):
+            if BACKEND == "tensorflow":
+                self.assertTrue(callable(getattr(part, name)))
+                continue
+            with self.assertRaisesRegex(
+                ImportError, "KERAS_BACKEND=tensorflow"
+            ):
+                getattr(part, name)
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ class CapsuleRegression(keras.layers.Layer):
 
         >>> model = keras.Sequential([keras.Input((6,))])
         >>> model.add(CapsuleRegression(3, 2))
-        >>> model(np.zeros((4, 6))).shape
-        TensorShape([4, 3])
+        >>> tuple(model(np.zeros((4, 6))).shape)
+        (4, 3)
     """
 
     def __init__(

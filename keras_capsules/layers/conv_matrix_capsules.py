@@ -75,8 +75,8 @@ class ConvMatrixCapsules(keras.layers.Layer):
         >>> layer = ConvMatrixCapsules(4, kernel_size=3, strides=2)
         >>> logits, poses = layer([np.zeros((2, 7, 7, 3)),
         ...                        np.ones((2, 7, 7, 3, 4, 4))])
-        >>> poses.shape
-        TensorShape([2, 3, 3, 4, 4, 4])
+        >>> tuple(poses.shape)
+        (2, 3, 3, 4, 4, 4)
     """
 
     def __init__(

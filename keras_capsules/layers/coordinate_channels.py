@@ -25,8 +25,8 @@ class CoordinateChannels(keras.layers.Layer):
 
     Examples:
 
-        >>> CoordinateChannels()(np.zeros((2, 28, 28, 1))).shape
-        TensorShape([2, 28, 28, 3])
+        >>> tuple(CoordinateChannels()(np.zeros((2, 28, 28, 1))).shape)
+        (2, 28, 28, 3)
     """
 
     def build(self, input_shape):

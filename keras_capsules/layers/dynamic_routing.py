@@ -63,8 +63,8 @@ class DynamicRouting(CapsuleRouting):
         >>> layer = DynamicRouting(num_capsules=10, capsule_dim=16)
         >>> logits, capsules = layer([np.zeros((2, 1152)),
         ...                           np.ones((2, 1152, 1, 8))])
-        >>> capsules.shape
-        TensorShape([2, 10, 1, 16])
+        >>> tuple(capsules.shape)
+        (2, 10, 1, 16)
     """
 
     _SHARED_WEIGHTS_HINT = SHARE_WEIGHTS_HINT

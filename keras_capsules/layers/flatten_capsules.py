@@ -28,8 +28,8 @@ class FlattenCapsules(keras.layers.Layer):
 
         >>> logits, poses = FlattenCapsules()([np.zeros((2, 3, 3, 4)),
         ...                                    np.zeros((2, 3, 3, 4, 4, 4))])
-        >>> poses.shape
-        TensorShape([2, 36, 4, 4])
+        >>> tuple(poses.shape)
+        (2, 36, 4, 4)
     """
 
     def __init__(self, **kwargs):

@@ -81,8 +81,8 @@ class HeinsenRouting(CapsuleRouting):
         >>> layer = HeinsenRouting(num_capsules=5, capsule_dim=4)
         >>> scores, capsules = layer(
         ...     [np.zeros((2, 64)), np.ones((2, 64, 4, 4))])
-        >>> capsules.shape
-        TensorShape([2, 5, 4, 4])
+        >>> tuple(capsules.shape)
+        (2, 5, 4, 4)
     """
 
     _SHARED_WEIGHTS_HINT = SHARE_WEIGHTS_HINT

@@ -85,8 +85,8 @@ class MatrixCapsuleEMRouting(CapsuleRouting):
         >>> layer = MatrixCapsuleEMRouting(10, routing="standardized")
         >>> logits, poses = layer([np.zeros((2, 3, 3, 8)),
         ...                        np.ones((2, 3, 3, 8, 4, 4))])
-        >>> poses.shape
-        TensorShape([2, 10, 4, 4])
+        >>> tuple(poses.shape)
+        (2, 10, 4, 4)
     """
 
     _SHARED_WEIGHTS_HINT = (

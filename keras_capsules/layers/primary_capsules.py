@@ -56,8 +56,8 @@ class PrimaryCapsules(keras.layers.Layer):
 
         >>> layer = PrimaryCapsules(num_capsule_types=32, capsule_dim=8)
         >>> logits, capsules = layer(np.zeros((2, 20, 20, 256)))
-        >>> capsules.shape
-        TensorShape([2, 1152, 1, 8])
+        >>> tuple(capsules.shape)
+        (2, 1152, 1, 8)
     """
 
     def __init__(

@@ -40,8 +40,8 @@ class PrimaryMatrixCapsules(keras.layers.Layer):
     Examples:
 
         >>> logits, poses = PrimaryMatrixCapsules(8)(np.zeros((2, 6, 6, 3)))
-        >>> poses.shape
-        TensorShape([2, 6, 6, 8, 4, 4])
+        >>> tuple(poses.shape)
+        (2, 6, 6, 8, 4, 4)
     """
 
     def __init__(

@@ -10,10 +10,6 @@ training step: on TensorFlow they import with the package; on another
 backend at first use, which raises an ImportError that says so.
 """
 
-import importlib
-
-import keras
-
 from keras_capsules.models.capsnet import CapsNet, capsnet
 from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.models.capsule_classifier import (
@@ -37,6 +33,10 @@ from keras_capsules.models.paper_backbones import (
     heinsen_image_backbone,
     matrix_capsnet_backbone,
 )
+from keras_capsules.tensorflow_parts import (
+    bind_tensorflow_only_names,
+    tensorflow_only_names,
+)
 
 # The names that need TensorFlow, by the module that holds each.
 _TENSORFLOW_ONLY = {
@@ -52,32 +52,8 @@ _TENSORFLOW_ONLY = {
     "top_layer_features": "posterior_measures",
 }
 
-
-def __getattr__(name):
-    """Imports a name that needs TensorFlow at its first use."""
-    if name not in _TENSORFLOW_ONLY:
-        raise AttributeError(
-            f"module 'keras_capsules.models' has no attribute {name!r}"
-        )
-    if keras.backend.backend() != "tensorflow":
-        raise ImportError(
-            f"`keras_capsules.models.{name}` runs on Keras's TensorFlow "
-            f"backend only; this process runs {keras.backend.backend()!r}. "
-            "Set KERAS_BACKEND=tensorflow (with TensorFlow and TensorFlow "
-            "Probability installed) before importing Keras."
-        )
-    module = importlib.import_module(
-        f"keras_capsules.models.{_TENSORFLOW_ONLY[name]}"
-    )
-    return getattr(module, name)
-
-
-if keras.backend.backend() == "tensorflow":
-    # Registers their saved classes for `keras.saving.load_model`, and
-    # binds each name over the submodule of the same name that importing
-    # it binds (`generative_capsule_autoencoder`).
-    for _name in _TENSORFLOW_ONLY:
-        globals()[_name] = __getattr__(_name)
+__getattr__ = tensorflow_only_names(__name__, _TENSORFLOW_ONLY)
+bind_tensorflow_only_names(globals(), _TENSORFLOW_ONLY)
 
 __all__ = [
     "ROUTINGS",

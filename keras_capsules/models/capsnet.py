@@ -134,29 +134,56 @@ class CapsNet(keras.Model):
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _step(self, images, labels, sample_weight, training):
-        capsules = self.encode(images, training=training)
-        lengths = self.capsule_length(capsules)
+    def _reconstruction_loss(self, images, capsules, labels, weight, training):
+        """The decoder's loss on the capsule of each true class (training)
+        or each longest capsule (evaluation)."""
         mask_input = [capsules, labels] if training else capsules
         reconstruction = self.decoder(
             self.capsule_mask(mask_input, training=training)
         )
+        return self.reconstruction_loss(images, reconstruction, weight)
+
+    def _step(self, images, labels, sample_weight, training):
+        capsules = self.encode(images, training=training)
+        lengths = self.capsule_length(capsules)
         classification_loss = self.compute_loss(
             images, labels, lengths, sample_weight, training=training
         )
-        reconstruction_loss = self.reconstruction_loss(
-            images, reconstruction, sample_weight
+        reconstruction_loss = self._reconstruction_loss(
+            images, capsules, labels, sample_weight, training
         )
         loss = classification_loss + (
             self.reconstruction_weight * reconstruction_loss
         )
         return lengths, loss, reconstruction_loss
 
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """The margin loss of `y_pred`, plus, on JAX and PyTorch (whose
+        training and test steps are Keras's own), the weighted
+        reconstruction loss. Those steps pass the images but not the
+        capsules, so this encodes them again (under `jax.jit`, XLA merges
+        the two identical encodings)."""
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+        if keras.backend.backend() == "tensorflow":
+            return loss  # `_step` adds the reconstruction loss.
+        capsules = self.encode(x, training=training)
+        reconstruction_loss = self._reconstruction_loss(
+            x, capsules, y, sample_weight, training
+        )
+        self.reconstruction_tracker.update_state(
+            reconstruction_loss, ops.shape(x)[0]
+        )
+        return loss + self.reconstruction_weight * reconstruction_loss
+
     def train_step(self, *args):
-        """TensorFlow's training step (Keras's JAX and PyTorch steps take
-        other arguments): the margin loss plus the weighted reconstruction
-        loss of the true class's capsule."""
-        (data,) = _tensorflow_step_arguments("training", args)
+        """The margin loss plus the weighted reconstruction loss of the
+        true class's capsule: TensorFlow's step here, Keras's own step
+        with `compute_loss` on the other backends."""
+        if keras.backend.backend() != "tensorflow":
+            return super().train_step(*args)
+        (data,) = args
         tf, gradient_step = _tensorflow_parts()
         images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
@@ -171,8 +198,10 @@ class CapsNet(keras.Model):
         )
 
     def test_step(self, *args):
-        """TensorFlow's test step, with the training step's two losses."""
-        (data,) = _tensorflow_step_arguments("test", args)
+        """The training step's two losses, without updates."""
+        if keras.backend.backend() != "tensorflow":
+            return super().test_step(*args)
+        (data,) = args
         images, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(
             data
         )
@@ -228,8 +257,8 @@ def capsnet(image_shape=(28, 28, 1), num_classes=10, config=None, **kwargs):
 
         >>> model = capsnet((28, 28, 1), 10, config="small")
         >>> model.compile(optimizer="adam", metrics=["accuracy"])
-        >>> model(np.zeros((2, 28, 28, 1))).shape
-        TensorShape([2, 10])
+        >>> tuple(model(np.zeros((2, 28, 28, 1))).shape)
+        (2, 10)
     """
     model = CapsNet(image_shape, num_classes, config, **kwargs)
     model.build((None, *model.image_shape))
@@ -237,20 +266,6 @@ def capsnet(image_shape=(28, 28, 1), num_classes=10, config=None, **kwargs):
     # `model.export` works before any real call.
     model(keras.KerasTensor((None, *model.image_shape)))
     return model
-
-
-def _tensorflow_step_arguments(step, args):
-    """`args` of a TensorFlow `train_step` or `test_step`; elsewhere an
-    error that says what runs where."""
-    if keras.backend.backend() != "tensorflow":
-        raise NotImplementedError(
-            f"CapsNet's {step} step (with the reconstruction of each "
-            "example's true class) is written for Keras's TensorFlow "
-            f"backend; this process runs {keras.backend.backend()!r}. Set "
-            "KERAS_BACKEND=tensorflow to train or evaluate it; on every "
-            "backend it predicts, saves and loads."
-        )
-    return args
 
 
 def _tensorflow_parts():

@@ -63,8 +63,8 @@ def matrix_capsnet(
     Examples:
 
         >>> model = matrix_capsnet(8, 4, 4, 4, num_classes=5, routing="paper")
-        >>> model(np.zeros((2, 32, 32, 1))).shape
-        TensorShape([2, 5])
+        >>> tuple(model(np.zeros((2, 32, 32, 1))).shape)
+        (2, 5)
     """
     images = keras.Input(input_shape, name="images")
     capsules = matrix_capsnet_capsules(images, A, B)  # the backbone

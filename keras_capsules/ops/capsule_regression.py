@@ -15,6 +15,8 @@ sigma^2 = 1 throughout: the likelihood is invariant to W -> W / sigma,
 sigma^2 -> 1 (eqs. 20-21).
 """
 
+import math
+
 import keras
 from keras import ops
 
@@ -113,8 +115,16 @@ def _squared_lengths(means):
 
 
 def _shares(squared_lengths, total):
-    """|W_j x|^2 / sum_i |W_i x|^2, and 0 where every capsule is zero."""
-    positive = total > 0
+    """|W_j x|^2 / sum_i |W_i x|^2, and 0 where every capsule is zero.
+
+    A total below the square root of the smallest normal number counts as
+    zero: the shares' gradient divides by its square, which underflows
+    (an infinite gradient where a backend keeps subnormal numbers, as
+    PyTorch does), and the shares' weight in eqs. 16 and 18, lambda ~
+    total / (dm), is below 1e-19 there anyway.
+    """
+    floor = math.sqrt(_smallest_normal(total.dtype))
+    positive = total > ops.cast(floor, total.dtype)
     safe_total = ops.where(positive, total, 1.0)
     return ops.where(
         positive[..., None], squared_lengths / safe_total[..., None], 0.0

@@ -168,8 +168,8 @@ def em_routing(
         >>> activations, means, variances = em_routing(
         ...     votes, np.ones((2, 6)), np.zeros(3), np.zeros(3),
         ...     [1.0, 2.0, 3.0])
-        >>> means.shape
-        TensorShape([2, 3, 16])
+        >>> tuple(means.shape)
+        (2, 3, 16)
     """
     return _dense_routing(
         votes,

@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 
 from keras_capsules import layers
+from tests.every_backend import numpy
 
 
 def test_matches_numpy():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2, 3, 4, 5)).astype("float32")
     layer = layers.AttentivePooling(num_capsules=2, capsule_dim=3)
-    got = layer(x).numpy()
-    kernel, bias = (w.numpy() for w in layer.weights)
+    got = numpy(layer(x))
+    kernel, bias = (numpy(w) for w in layer.weights)
     for b in range(2):
         for n in range(2):
             heads = x[b].reshape(12, 5) @ kernel[:, n] + bias[n]  # (p, d+1)

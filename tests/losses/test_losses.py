@@ -2,13 +2,14 @@
 
 import keras
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import losses
+from tests.every_backend import TestCase
 from tests.ops.test_margin_loss import margin_loss_reference
 
 
-class MarginLossTest(tf.test.TestCase):
+class MarginLossTest(TestCase):
     def setUp(self):
         rng = np.random.default_rng(0)
         self.lengths = rng.uniform(0, 1, (4, 3)).astype("float32")
@@ -60,7 +61,7 @@ class MarginLossTest(tf.test.TestCase):
             losses.MarginLoss()(np.zeros((4, 3, 2)), self.lengths)
 
 
-class ReconstructionLossTest(tf.test.TestCase):
+class ReconstructionLossTest(TestCase):
     def test_per_example_sum_of_squares(self):
         rng = np.random.default_rng(1)
         images = rng.uniform(size=(3, 4, 4, 1)).astype("float32")
@@ -75,4 +76,4 @@ class ReconstructionLossTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

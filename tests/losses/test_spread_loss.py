@@ -5,13 +5,14 @@ import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import callbacks, losses
+from tests.every_backend import TestCase
 from tests.ops.test_spread_loss import spread_reference
 
 
-class SpreadLossTest(tf.test.TestCase):
+class SpreadLossTest(TestCase):
     def test_class_ids_and_one_hot_agree_with_the_equation(self):
         rng = np.random.default_rng(1)
         activations = rng.uniform(size=(4, 3)).astype("float32")
@@ -44,7 +45,7 @@ class SpreadLossTest(tf.test.TestCase):
         self.assertAllClose(restored.margin, 0.9)
 
 
-class SpreadLossMarginTest(tf.test.TestCase):
+class SpreadLossMarginTest(TestCase):
     def test_margin_rises_linearly_and_resumes_from_the_step_count(self):
         model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
         loss = losses.SpreadLoss()
@@ -94,4 +95,4 @@ class SpreadLossMarginTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

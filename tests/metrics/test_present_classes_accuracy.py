@@ -1,12 +1,13 @@
 """PresentClassesAccuracy: the top-k scores must be the k present classes."""
 
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import metrics
+from tests.every_backend import TestCase
 
 
-class PresentClassesAccuracyTest(tf.test.TestCase):
+class PresentClassesAccuracyTest(TestCase):
     def test_counts_examples_with_all_present_classes_on_top(self):
         targets = np.array(
             [[1, 1, 0, 0], [1, 0, 0, 1], [0, 1, 0, 0]], "float32"
@@ -25,4 +26,4 @@ class PresentClassesAccuracyTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

@@ -5,12 +5,13 @@ import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import layers, losses, models
+from tests.every_backend import TestCase
 
 
-class MatrixCapsNetTest(tf.test.TestCase):
+class MatrixCapsNetTest(TestCase):
     def test_weight_counts_match_the_paper(self):
         # Paper: about 310K (A=B=C=D=32) and 68K (small); CNN baseline 4.2M.
         # count_params includes 3 inverse temperatures per routing layer.
@@ -73,4 +74,4 @@ class MatrixCapsNetTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

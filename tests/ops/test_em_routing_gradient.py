@@ -2,16 +2,23 @@
 backend's gradient of its steps, against central differences of the
 NumPy version of Procedure 1."""
 
+import keras
 import numpy as np
-import tensorflow as tf
-from absl.testing import parameterized
+from absl.testing import absltest, parameterized
 
 from keras_capsules import ops as capsule_ops
 from keras_capsules.ops import ActivationCost
+from tests.every_backend import (
+    MODES,
+    TestCase,
+    numpy,
+    run_in,
+    value_and_gradients,
+)
 from tests.ops.test_em_routing import make_case, reference
 
 
-class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
+class EMRoutingGradientTest(TestCase):
     @parameterized.named_parameters(
         ("procedure_1", {}, None),
         ("masked", {}, np.array([[1, 0, 1, 1, 1]], bool)),
@@ -65,31 +72,25 @@ class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
         )
 
         def loss_and_gradient(votes, activations):
-            with tf.GradientTape() as tape:
-                tape.watch([votes, activations])
-                outputs = capsule_ops.em_routing(
-                    votes,
-                    activations,
-                    beta_u,
-                    beta_a,
-                    lambdas,
-                    mask,
-                    cost=ActivationCost(**options),
-                )
-                loss = tf.add_n(
-                    [
-                        tf.reduce_sum(weight * output)
-                        for weight, output in zip(output_weights, outputs)
-                    ]
-                )
-            return tape.gradient(loss, [votes, activations])
+            return value_and_gradients(
+                lambda v, a: tuple(
+                    capsule_ops.em_routing(
+                        v,
+                        a,
+                        beta_u,
+                        beta_a,
+                        lambdas,
+                        mask,
+                        cost=ActivationCost(**options),
+                    )
+                ),
+                [votes, activations],
+                tuple(output_weights),
+            )[1]
 
-        for compile_mode in (None, "graph", "xla"):
-            run = loss_and_gradient
-            if compile_mode:
-                run = tf.function(run, jit_compile=compile_mode == "xla")
-            got_votes, got_activations = run(
-                tf.constant(votes), tf.constant(activations)
+        for mode in MODES:
+            got_votes, got_activations = run_in(loss_and_gradient, mode)(
+                votes, activations
             )
             self.assertAllClose(got_votes, expected_votes, atol=1e-6, rtol=1e-5)
             if mask is not None:  # a masked child's activation is unused
@@ -107,38 +108,30 @@ class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
         votes, activations, beta_u, beta_a = make_case(rng)
         # Votes that float32 holds exactly, so both runs route the same.
         votes = (100.0 + 0.01 * votes).astype("float32").astype("float64")
+        lambdas = (0.5, 1.0, 2.0)
         output_weights = [
             rng.normal(size=shape) for shape in ((2, 3), (2, 3, 4), (2, 3, 4))
         ]
 
         def gradients(votes, activations):
-            dtype = votes.dtype
-            with tf.GradientTape() as tape:
-                tape.watch([votes, activations])
-                outputs = capsule_ops.em_routing(
-                    votes, activations, beta_u, beta_a, (0.5, 1.0, 2.0)
-                )
-                loss = tf.add_n(
-                    [
-                        tf.reduce_sum(tf.cast(weight, dtype) * output)
-                        for weight, output in zip(output_weights, outputs)
-                    ]
-                )
-            return tape.gradient(loss, [votes, activations])
+            dtype = keras.backend.standardize_dtype(votes.dtype)
+            return value_and_gradients(
+                lambda v, a: tuple(
+                    capsule_ops.em_routing(v, a, beta_u, beta_a, lambdas)
+                ),
+                [votes, activations],
+                tuple(weight.astype(dtype) for weight in output_weights),
+            )[1]
 
-        expected = gradients(tf.constant(votes), tf.constant(activations))
-        for compile_mode in (None, "graph", "xla"):
-            run = gradients
-            if compile_mode:
-                run = tf.function(run, jit_compile=compile_mode == "xla")
-            got = run(
-                tf.constant(votes, tf.float32),
-                tf.constant(activations, tf.float32),
+        expected = [numpy(g) for g in gradients(votes, activations)]
+        for mode in MODES:
+            got = run_in(gradients, mode)(
+                votes.astype("float32"), activations.astype("float32")
             )
             for got_gradient, want in zip(got, expected):
                 scale = float(np.max(np.abs(want)))
                 self.assertAllClose(
-                    np.asarray(got_gradient, "float64"),
+                    numpy(got_gradient).astype("float64"),
                     want,
                     atol=1e-4 * scale,
                     rtol=0,
@@ -146,4 +139,4 @@ class EMRoutingGradientTest(tf.test.TestCase, parameterized.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()
