@@ -63,7 +63,7 @@ class PresenceScores(keras.layers.Layer):
         weights = ops.clip(
             ops.cast(inputs, "float32"), _EPSILON, 1.0 - _EPSILON
         )
-        scores = ops.log(weights) - ops.log1p(-weights)
+        scores = ops.log(weights) - ops.log(1.0 - weights)  # ONNX: no log1p
         return ops.cast(self._repeat(scores), self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):

@@ -186,7 +186,9 @@ def _forward(beta, s):
 def _fractional_order(beta, s0):
     """I_s0(beta) and its derivative for s0 in [0, 1) and beta > s0."""
     if s0 == 0.0:
-        return -ops.expm1(-beta), ops.exp(-beta)
+        # 1 - e^-beta without `expm1` (ONNX has no such op): `_forward`
+        # calls this at beta > 1 only, where it cancels nothing.
+        return 1.0 - ops.exp(-beta), ops.exp(-beta)
     use_poisson = beta <= _SERIES_SWITCH_BETA
     poisson = _poisson_series(ops.where(use_poisson, beta, 1.0), s0)
     asymptotic = _asymptotic_series(

@@ -122,4 +122,6 @@ def squashed_length_logit(capsules, axis=-1):
         safe_norm(capsules, axis=axis),
         ops.cast(_LARGEST_LENGTH, capsules.dtype),
     )
-    return ops.log(length) - ops.log1p(-length)
+    # log(1 - |v|) rather than `log1p` (ONNX has no such op): its error,
+    # half an ulp of 1, is what the length's own rounding costs the logit.
+    return ops.log(length) - ops.log(1.0 - length)
