@@ -42,7 +42,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 TEST_THREADS := TF_NUM_INTRAOP_THREADS=1
 WORKERS := -n 2 --dist worksteal
 
-.PHONY: demo test test-oldest test-jax test-torch test-across-backends test-all docs lint bench clean
+.PHONY: demo test test-oldest test-jax test-torch test-across-backends test-all docs lint bench bench-backends clean
 
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,11 @@ docs: $(DOCS_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check keras_capsules tests examples bench research
 	$(VENV)/bin/ruff format --check keras_capsules tests examples bench research
+
+# Every routing layer's training step on TensorFlow, JAX and PyTorch.
+bench-backends: $(STAMP) $(JAX_VENV)/.installed $(TORCH_VENV)/.installed
+	$(VENV)/bin/python -m bench.backends \
+		--pythons=tensorflow=$(VENV)/bin/python,jax=$(JAX_VENV)/bin/python,torch=$(TORCH_VENV)/bin/python
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench.capsule_regression

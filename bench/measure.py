@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app
 
+from bench.cpu import cpu_model
 from examples import runtime
 
 
@@ -199,18 +200,6 @@ def _process_memory_kb(field):
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
-def _cpu_model():
-    """The CPU's model name from `/proc/cpuinfo`, or `platform`'s guess."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def device_name():
     """The GPU's name, or the CPU's core count, architecture and model
     and the oneDNN setting the process runs with: machines of one name
@@ -222,7 +211,7 @@ def device_name():
         return details.get("device_name", "GPU")
     return (
         f"CPU, {os.cpu_count()} cores, {platform.machine()}, "
-        f"{_cpu_model()}, TF_ENABLE_ONEDNN_OPTS={runtime.onednn_setting()}"
+        f"{cpu_model()}, TF_ENABLE_ONEDNN_OPTS={runtime.onednn_setting()}"
     )
 
 

@@ -52,86 +52,13 @@ import tensorflow as tf
 from absl import app, flags
 
 from bench import machine, measure
-from keras_capsules import layers
+from bench.routing_shapes import SHAPES
 
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repetitions; best kept.")
 _MODES = flags.DEFINE_list("modes", ["eager", "graph", "xla"], "Modes to run.")
 _CASE = flags.DEFINE_string(
     "case", None, "Run one measurement (`shape:mode`) in this process."
 )
-
-
-def _heinsen(n_in, d_cov, d_in, n_out, d_out, share_weights, batch):
-    return {
-        "layer": lambda: layers.HeinsenRouting(
-            n_out, d_out, share_weights=share_weights
-        ),
-        "inputs": lambda rng: [
-            rng.normal(size=(batch, n_in)),
-            rng.normal(size=(batch, n_in, d_cov, d_in)),
-        ],
-        "batch": batch,
-        "vote_macs": n_in * n_out * d_cov * d_in * d_out,
-        "vote_elements": n_in * n_out * d_cov * d_out,
-        "iterations": 3,
-        "passes": 3,
-    }
-
-
-def _em(children_per_parent, parents, batch, layer, inputs):
-    return {
-        "layer": layer,
-        "inputs": inputs,
-        "batch": batch,
-        "vote_macs": children_per_parent * parents * 16 * 4,
-        "vote_elements": children_per_parent * parents * 16,
-        "iterations": 3,
-        "passes": 3,
-    }
-
-
-def _grid(batch, side, types):
-    return lambda rng: [
-        rng.normal(size=(batch, side, side, types)),
-        rng.normal(size=(batch, side, side, types, 4, 4)),
-    ]
-
-
-SHAPES = {
-    "heinsen_64_to_5_b20": _heinsen(64, 4, 4, 5, 4, False, 20),
-    "heinsen_64_to_5_b128": _heinsen(64, 4, 4, 5, 4, False, 128),
-    "heinsen_9216_to_64_b20": _heinsen(9216, 4, 4, 64, 4, True, 20),
-    "heinsen_740_to_64_b20": _heinsen(740, 1, 64, 64, 2, True, 20),
-    "dynamic_1152x8_to_10x16_b128": {
-        "layer": lambda: layers.DynamicRouting(10, 16),
-        "inputs": lambda rng: [
-            rng.normal(size=(128, 1152)),
-            rng.uniform(-0.3, 0.3, (128, 1152, 1, 8)),
-        ],
-        "batch": 128,
-        "vote_macs": 1152 * 10 * 8 * 16,
-        "vote_elements": 1152 * 10 * 16,
-        "iterations": 3,
-        "passes": 2,
-    },
-    # 16 types on 3x3 -> 10 classes, coordinate addition: 144 children.
-    "em_class_16x3x3_to_10_b32": _em(
-        144,
-        10,
-        32,
-        lambda: layers.MatrixCapsuleEMRouting(10),
-        _grid(32, 3, 16),
-    ),
-    # K=3, 8 -> 16 types, 6x6 -> 4x4: 16 positions x 16 parent types,
-    # each with 72 children.
-    "em_conv_k3_8_to_16_6x6_b32": _em(
-        72,
-        16 * 16,
-        32,
-        lambda: layers.ConvMatrixCapsules(16, 3, 1),
-        _grid(32, 6, 8),
-    ),
-}
 
 
 _SHAPE_NAMES = flags.DEFINE_list("shapes", list(SHAPES), "Shapes to run.")
