@@ -2,12 +2,12 @@
 
 The builders of the classifiers (`capsule_classifier`, `capsnet`,
 `matrix_capsnet`, the Heinsen models and the backbones) import on every
-Keras backend: their models predict, save and load on each, and those
-without a training step of their own train on each. `CapsNet`'s own
-training step is TensorFlow's. The generative models, the VAE and the
-posterior measures build on TensorFlow Probability and a TensorFlow
-training step: on TensorFlow they import with the package; on another
-backend at first use, which raises an ImportError that says so.
+Keras backend, and their models train, predict, save and load on each
+(`CapsNet` has a training step of its own on TensorFlow and adds its
+reconstruction loss in `compute_loss` elsewhere). The generative models,
+the VAE and the posterior measures build on TensorFlow Probability and a
+TensorFlow training step: on TensorFlow they import with the package; on
+another backend, their first use raises an ImportError that says so.
 """
 
 from keras_capsules.models.capsnet import CapsNet, capsnet

@@ -13,7 +13,7 @@ import sys
 import keras
 import numpy as np
 
-from keras_capsules import models
+from keras_capsules import layers, models
 from tests.test_conformance import LAYER_CASES
 
 BACKEND = keras.backend.backend()
@@ -24,9 +24,12 @@ TOLERANCE = 1e-5
 # alone, the same weights and inputs give outputs 4.3e-5 (classifier_em)
 # and 8.0e-3 (small_matrix_capsnet, three EM layers) apart eagerly and
 # under XLA (measured; sums in another order). Other backends' kernels
-# differ as much; their EM ops agree to float64's precision (the op
-# tests on every backend).
+# differ as much. In float64 the same layers agree across backends to
+# float64's rounding (the `float64_` cases: 1e-14 measured).
 EM_TOLERANCES = {"classifier_em": 1e-4, "small_matrix_capsnet": 2e-2}
+# The routing layers under a float64 policy: every backend computes the
+# same function, so only float64's rounding separates them.
+FLOAT64_TOLERANCE = 1e-10
 
 
 def _classifier(routing):
@@ -38,6 +41,18 @@ def _layer_model(case):
         return case.make_model()
 
     return build, case.make_inputs
+
+
+def _float64_routing(layer, input_shapes):
+    def build():
+        inputs = [keras.Input(shape, dtype="float64") for shape in input_shapes]
+        return keras.Model(inputs, layer(dtype="float64")(inputs))
+
+    def make_inputs(batch=3, seed=0):
+        rng = np.random.default_rng(seed)
+        return [rng.normal(size=(batch, *shape)) for shape in input_shapes]
+
+    return build, make_inputs
 
 
 def _image_inputs(shape):
@@ -56,6 +71,26 @@ def _models():
         for case in LAYER_CASES
         if len(case.backends) == 3
     }
+    cases.update(
+        {
+            "float64_dynamic_routing": _float64_routing(
+                lambda **kw: layers.DynamicRouting(3, 4, **kw),
+                [(6,), (6, 1, 5)],
+            ),
+            "float64_heinsen_routing": _float64_routing(
+                lambda **kw: layers.HeinsenRouting(3, 2, **kw),
+                [(5,), (5, 2, 3)],
+            ),
+            "float64_em_routing": _float64_routing(
+                lambda **kw: layers.MatrixCapsuleEMRouting(3, **kw),
+                [(5,), (5, 4, 4)],
+            ),
+            "float64_conv_matrix_capsules": _float64_routing(
+                lambda **kw: layers.ConvMatrixCapsules(3, 3, 1, **kw),
+                [(5, 5, 2), (5, 5, 2, 4, 4)],
+            ),
+        }
+    )
     mnist = _image_inputs((28, 28, 1))
     cases.update(
         {
@@ -120,6 +155,8 @@ def check(folder):
             model = keras.saving.load_model(f"{path}.keras")
             got = _outputs(model, inputs)
             tolerance = EM_TOLERANCES.get(name, TOLERANCE)
+            if name.startswith("float64_"):
+                tolerance = FLOAT64_TOLERANCE
             want = [arrays[f"output_{i}"] for i in range(len(got))]
             records.append(
                 {

@@ -15,7 +15,12 @@ _PYTHONS = os.environ.get("KERAS_CAPSULES_BACKEND_PYTHONS", "")
 
 
 def _run(backend, python, command, folder):
-    environment = {**os.environ, "KERAS_BACKEND": backend}
+    # JAX computes float64 (the float64 cases) only with 64-bit types on.
+    environment = {
+        **os.environ,
+        "KERAS_BACKEND": backend,
+        "JAX_ENABLE_X64": "true",
+    }
     result = subprocess.run(
         [python, "-m", "tests.across_backends.saved_models", command, folder],
         cwd=_ROOT,

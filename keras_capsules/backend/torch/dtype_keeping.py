@@ -4,7 +4,7 @@ Keras's PyTorch backend computes these three in float32 when their
 operands are float64 (its promotion rules map 64-bit types to 32 bits);
 PyTorch's own functions keep float64. Tested equal to `keras.ops` (in
 float32, where both compute alike) and to NumPy in float64
-(`tests/backend/torch/`).
+(`tests/ops/test_dtype_keeping.py`, run on PyTorch by `make test-torch`).
 """
 
 import torch
