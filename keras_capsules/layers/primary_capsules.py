@@ -1,6 +1,7 @@
 """Convolutional capsules from feature maps (Sabour et al. 2017, sec. 4)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_capsules.layers import contract, kernel_arguments, validation
@@ -126,8 +127,13 @@ class PrimaryCapsules(keras.layers.Layer):
             features = features + ops.cast(convolution.bias, self.compute_dtype)
         else:
             features = self.convolution(inputs)  # (b, H', W', types * dim)
+        # The capsule count static where the grid's size is: TFLite's
+        # converter lowers the routing's new-axis slices to builtin ops
+        # only for shapes known but for the batch.
+        grid = features.shape[1:]
+        count = -1 if None in grid else int(np.prod(grid)) // self.capsule_dim
         capsules = ops.reshape(
-            features, (ops.shape(features)[0], -1, self.capsule_dim)
+            features, (ops.shape(features)[0], count, self.capsule_dim)
         )
         # Squash in float32: |s|^2 overflows float16 above 256.
         capsules = squash(ops.cast(capsules, "float32"))

@@ -125,7 +125,11 @@ def spectral_conv2d(inputs, kernel, strides=1, padding="valid"):
     y = dtype_keeping.matmul(
         matrices["output_width"], ops.reshape(y, (2 * half, -1))
     )
-    y = ops.reshape(y, (out_width, out_height, -1, filters))
+    # The batch size named, not -1: TFLite's converter gives a -1 between
+    # known sizes a static shape it cannot allocate ("BytesRequired number
+    # of elements overflowed").
+    batch = ops.shape(inputs)[0]
+    y = ops.reshape(y, (out_width, out_height, batch, filters))
     return ops.cast(ops.transpose(y, (2, 1, 0, 3)), dtype)
 
 
