@@ -167,9 +167,14 @@ def random_state_variables(model):
 
 
 def metric_variables(model):
-    """The state variables of the model's metrics, in a fixed order."""
+    """The state variables of the model's metrics that keep sums (all of
+    Keras's; not a metric whose `additive_state` is False), in a fixed
+    order."""
     return [
-        variable for metric in model.metrics for variable in metric.variables
+        variable
+        for metric in model.metrics
+        if getattr(metric, "additive_state", True)
+        for variable in metric.variables
     ]
 
 

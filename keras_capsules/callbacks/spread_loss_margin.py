@@ -12,8 +12,13 @@ from keras_capsules.ops.arguments import positive_int, positive_number
 
 class _MarginSchedule(keras.callbacks.Callback):
     """Sets a `SpreadLoss` margin from the optimizer's step count before
-    each batch, so a run resumed from a backup continues the schedule, and
-    logs it as `spread_margin` each epoch."""
+    each batch, so a run resumed from a backup continues the schedule.
+
+    The model tracks the margin as a metric (`_MarginMetric`, logged as
+    `spread_margin`): Keras carries the variables of a model's metrics
+    into its compiled steps on every backend, where a variable of the
+    loss alone would be read once, when JAX traces the step, and keep
+    that value."""
 
     def __init__(self, loss):
         super().__init__()
@@ -23,6 +28,12 @@ class _MarginSchedule(keras.callbacks.Callback):
                 f"variable, such as `losses.SpreadLoss`. Received: {loss!r}."
             )
         self.loss = loss
+        self.metric = _MarginMetric(loss.margin)
+
+    def set_model(self, model):
+        super().set_model(model)
+        if not any(metric is self.metric for metric in model.metrics):
+            model._spread_loss_margin = self.metric
 
     def margin_at(self, step):
         """The margin after `step` optimizer steps."""
@@ -31,9 +42,27 @@ class _MarginSchedule(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         self.loss.margin.assign(self.margin_at(optimizer_step(self.model)))
 
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["spread_margin"] = self.margin_at(optimizer_step(self.model))
+
+class _MarginMetric(keras.metrics.Metric):
+    """A `SpreadLoss` margin as a metric of the model (`spread_margin`):
+    its value, never reset, and never added to on a restore
+    (`ResumableBackup` adds up the sums other metrics keep)."""
+
+    # Read by `ResumableBackup`: this state is a value, not a sum.
+    additive_state = False
+
+    def __init__(self, margin):
+        super().__init__(name="spread_margin")
+        self.margin = margin
+
+    def update_state(self, *args, **kwargs):
+        pass
+
+    def result(self):
+        return keras.ops.convert_to_tensor(self.margin)
+
+    def reset_state(self):
+        pass
 
 
 class SpreadLossMargin(_MarginSchedule):

@@ -1,10 +1,12 @@
-"""`InverseTemperatureSchedule` sets every EM routing layer's lambdas."""
+"""`InverseTemperatureSchedule` sets every EM routing layer's lambdas
+from the current step, on every backend."""
 
 import keras
 import numpy as np
-import tensorflow as tf
+from absl.testing import absltest
 
 from keras_capsules import callbacks, layers, losses
+from tests.every_backend import TestCase
 
 
 def tiny_model():
@@ -17,7 +19,7 @@ def tiny_model():
     return keras.Model(inputs, keras.layers.Activation("sigmoid")(logits))
 
 
-class InverseTemperatureScheduleTest(tf.test.TestCase):
+class InverseTemperatureScheduleTest(TestCase):
     def test_schedule_reaches_nested_layers_each_step(self):
         model = tiny_model()
         model.compile("sgd", losses.SpreadLoss())
@@ -59,4 +61,4 @@ class InverseTemperatureScheduleTest(tf.test.TestCase):
 
 
 if __name__ == "__main__":
-    tf.test.main()
+    absltest.main()

@@ -54,7 +54,7 @@ class SpreadLossMarginTest(TestCase):
 
         class Record(keras.callbacks.Callback):
             def on_train_batch_end(self, batch, logs=None):
-                margins.append(float(loss.margin.numpy()))
+                margins.append(logs["spread_margin"])
 
         schedule = callbacks.SpreadLossMargin(loss, total_steps=4)
         x, y = np.zeros((6, 2), "float32"), np.zeros(6, "int64")
@@ -63,6 +63,28 @@ class SpreadLossMarginTest(TestCase):
         self.assertAlmostEqual(schedule.margin_at(2), 0.55)
         with self.assertRaisesRegex(ValueError, "margin"):
             callbacks.SpreadLossMargin(keras.losses.MeanSquaredError(), 4)
+
+    def test_the_compiled_step_uses_each_step_margin(self):
+        # A variable of the loss alone would be read once, when JAX traces
+        # the step; the model's margin metric carries it into each step.
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+        loss = losses.SpreadLoss()
+        model.compile(keras.optimizers.SGD(0.0), loss, jit_compile="auto")
+        x = np.array([[0.5, -1.0]], "float32")
+        y = np.array([1])
+        schedule = callbacks.SpreadLossMargin(loss, total_steps=4)
+        history = model.fit(
+            x, y, epochs=5, callbacks=[schedule], verbose=0
+        ).history
+        scores = model.predict(x, verbose=0)  # unchanged: a rate of 0
+        expected = []
+        for margin in (0.2, 0.375, 0.55, 0.725, 0.9):
+            loss.margin.assign(margin)
+            expected.append(float(loss(y, scores)))
+        self.assertAllClose(history["loss"], expected, rtol=1e-5)
+        self.assertAllClose(
+            history["spread_margin"], [0.2, 0.375, 0.55, 0.725, 0.9]
+        )
 
     def test_sigmoid_margin_follows_the_official_formula_by_step(self):
         loss = losses.SpreadLoss()
