@@ -14,9 +14,10 @@ DOCS_STAMP := $(DOCS_VENV)/.installed
 JAX_VENV := .venv-jax
 TORCH_VENV := .venv-torch
 # What `make test-jax` and `make test-torch` run: the tests written for
-# every Keras backend (tests/every_backend.py). Left out: the TensorFlow
-# fast paths' dispatch (tests/ops/test_fast_paths.py), the generative
-# decoder (TensorFlow Probability) and the XLA gradient checks of tf.function.
+# every Keras backend (tests/every_backend.py), the callbacks, the in-memory
+# datasets and examples/train.py. Left out: the TensorFlow fast paths'
+# dispatch (tests/ops/test_fast_paths.py), the generative decoder
+# (TensorFlow Probability) and the XLA gradient checks of tf.function.
 EVERY_BACKEND_TESTS := \
 	$(filter-out tests/ops/test_fast_paths.py,$(wildcard tests/ops/test_*.py)) \
 	tests/losses tests/metrics \
@@ -25,7 +26,10 @@ EVERY_BACKEND_TESTS := \
 	tests/models/test_capsnet.py tests/models/test_capsule_classifier.py \
 	tests/models/test_heinsen.py tests/models/test_matrix_capsnet.py \
 	tests/models/test_paper_backbones.py \
-	tests/test_conformance.py tests/test_imports.py
+	tests/test_conformance.py tests/test_imports.py \
+	tests/callbacks \
+	tests/datasets/test_array_epochs.py tests/datasets/test_image_arrays.py \
+	tests/examples/test_train_every_backend.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
 # mixed precision), the training step that replaces Keras's training

@@ -119,7 +119,15 @@ def _time(shape, name):
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
         "device": f"{cpu_model()}, {os.cpu_count()} cores",
+        **_onednn(backend),
     }
+
+
+def _onednn(backend):
+    """TensorFlow's `TF_ENABLE_ONEDNN_OPTS` where it was set (its oneDNN
+    CPU kernels: "1" on, "0" off; unset, TensorFlow decides by the CPU)."""
+    setting = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+    return {"tf_onednn": setting} if backend == "tensorflow" and setting else {}
 
 
 def _run_in(backend, python, name, neutral=False):

@@ -35,7 +35,9 @@ _DEFINITIONS = {
         "strategy",
         "default",
         list(distribution.STRATEGIES),
-        "tf.distribute strategy.",
+        "How training spreads over devices: a tf.distribute strategy on "
+        "TensorFlow; on JAX, `mirrored` is keras.distribution.DataParallel "
+        "over every local device.",
     ),
     "mixed_precision": _enum(
         "mixed_precision",

@@ -7,6 +7,7 @@ script, and the fit-evaluate-save of the classifiers' scripts.
 script, dataset        what ran
 flags                  every flag the script reads
 parameters             the model's weights
+replicas               devices each step runs on (`--strategy`)
 train_examples         examples in one pass over the training data
 train_seconds          fit's wall time (evaluation after each epoch too)
 seconds_per_epoch      training time of each epoch, without evaluation
@@ -82,16 +83,18 @@ def describe_run(main, dataset, parameters=None):
 
 
 def evaluate(model, tests):
-    """`{split: {metric: value}}` of `model.evaluate` on each of `tests`."""
-    return {
-        split: {
-            name: round(float(value), 5)
-            for name, value in model.evaluate(
-                data, return_dict=True, verbose=0
-            ).items()
+    """`{split: {metric: value}}` of `model.evaluate` on each of `tests`
+    (on one device: `runs.one_device`)."""
+    with runs.one_device():
+        return {
+            split: {
+                name: round(float(value), 5)
+                for name, value in model.evaluate(
+                    data, return_dict=True, verbose=0
+                ).items()
+            }
+            for split, data in tests.items()
         }
-        for split, data in tests.items()
-    }
 
 
 def write_results(results, file_name="results.json"):

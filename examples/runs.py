@@ -16,11 +16,10 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import app, flags
 
 from examples import distribution, fitting, run_flags
-from keras_capsules import datasets, private_apis, recipes
+from keras_capsules import datasets, private_apis
 
 MODEL_DIR, SEED, STRATEGY, MIXED_PRECISION, JIT_COMPILE = run_flags.request(
     __name__, *run_flags.CORE
@@ -73,7 +72,7 @@ _STRATEGY = [None]
 def set_up(**defaults):
     """Applies the script's flag defaults (flags given keep their values),
     seeds every generator, sets the dtype policy and makes `--model_dir`.
-    Returns the `tf.distribute.Strategy` of `--strategy`.
+    Returns the strategy of `--strategy` (`distribution.make_strategy`).
 
     In a multi-worker run every worker is given the same `--model_dir`
     (storage they share): the chief writes there, every other worker its
@@ -91,8 +90,8 @@ def set_up(**defaults):
     strategy = distribution.make_strategy(STRATEGY.value)
     _STRATEGY[0] = strategy
     _BACKUP_DIR[0] = os.path.join(MODEL_DIR.value, "backup")
-    if not strategy.extended.should_checkpoint:
-        task = strategy.cluster_resolver.task_id
+    if not distribution.is_chief(strategy):
+        task = distribution.worker_index(strategy)
         flags.FLAGS.model_dir = os.path.join(
             MODEL_DIR.value, "workers", str(task)
         )
@@ -102,13 +101,20 @@ def set_up(**defaults):
 
 def static_batches():
     """Whether the training batches must all have one static shape (the
-    `tpu` strategy): scripts then build them with `drop_remainder`."""
+    `tpu` strategy; `mirrored` on JAX): scripts then build them with
+    `drop_remainder`."""
     return distribution.needs_static_shapes(_STRATEGY[0])
 
 
+def one_device():
+    """A scope that evaluates on one device (`distribution.one_device`)."""
+    return distribution.one_device(_STRATEGY[0])
+
+
 def use_xla():
-    """`--jit_compile`: `true`, `false`, or `auto` (GPU and TPU only);
-    False for CPU workers of a multi-worker run (`fitting.use_xla`)."""
+    """`--jit_compile`: `true`, `false`, or `auto` (on TensorFlow, GPU
+    and TPU only; on JAX always); False for CPU workers of a multi-worker
+    run (`fitting.use_xla`)."""
     return fitting.use_xla(JIT_COMPILE.value, _STRATEGY[0])
 
 
@@ -117,6 +123,13 @@ def in_batch_parts(model, parts):
     script's `--batch_parts`), or `model` itself with one."""
     if parts == 1:
         return model
+    if keras.backend.backend() != "tensorflow":
+        raise app.UsageError(
+            f"--batch_parts={parts} needs Keras's TensorFlow backend "
+            f"(this process runs {keras.backend.backend()!r}); leave it at 1."
+        )
+    from keras_capsules import recipes  # noqa: PLC0415
+
     return recipes.BatchPartsModel(model, parts=parts)
 
 
@@ -162,17 +175,18 @@ def fit(
     `results.json` (`train_examples` to `history`, the history of the
     whole run, epochs before a restart included).
 
-    `train` is a `tf.data.Dataset` of batches or, better, a function of
-    the epoch number that returns that epoch's batches in an order drawn
-    from the epoch alone (`callbacks.ResumableBackup.fit`): a killed run
-    then resumes with the batches the uninterrupted run would have seen.
+    `train` is a `tf.data.Dataset` or `keras.utils.PyDataset` of batches
+    or, better, a function of the epoch number that returns that epoch's
+    batches in an order drawn from the epoch alone
+    (`callbacks.ResumableBackup.fit`): a killed run then resumes with the
+    batches the uninterrupted run would have seen.
     Under `static_batches()` every batch must hold `--batch_size`
     examples (build them with `drop_remainder`): their batch size is set
     static here, and a smaller batch stops the run with an error.
     """
     private_apis.work_around_multi_worker_fit(model)
     epoch_batches = train if callable(train) else lambda epoch: train
-    if static_batches():
+    if static_batches() and keras.backend.backend() == "tensorflow":
         epoch_batches = datasets.epoch_order.with_static_batch_size(
             epoch_batches, run_flags.value("batch_size")
         )
@@ -195,6 +209,7 @@ def fit(
     steady = timer.seconds[1:] or timer.seconds
     epoch_seconds = float(np.median(steady)) if steady else None
     return {
+        "replicas": distribution.replicas(_STRATEGY[0]),
         "train_examples": train_examples,
         "train_seconds": train_seconds,
         "seconds_per_epoch": timer.seconds,
@@ -210,11 +225,17 @@ def fit(
 
 def epoch_batches(arrays, batch_size, seed):
     """Training batches of in-memory `arrays` as a function of the epoch
-    for `fit`: each epoch in an order drawn from `seed` and its number
-    (`datasets.epoch_order`), so that a killed run resumes with the
-    batches it would have seen and every worker of a multi-worker run
-    sees the same; without a last partial batch under
-    `static_batches()`."""
+    for `fit`: each epoch in an order drawn from `seed` and its number, so
+    that a killed run resumes with the batches it would have seen and
+    every worker of a multi-worker run sees the same; without a last
+    partial batch under `static_batches()`. A `tf.data` pipeline on
+    TensorFlow (`datasets.epoch_order`), NumPy batches on the other
+    backends (`datasets.array_epoch_batches`)."""
+    if keras.backend.backend() != "tensorflow":
+        return datasets.array_epoch_batches(
+            arrays, batch_size, seed, static_batches()
+        )
+    import tensorflow as tf  # noqa: PLC0415
 
     shuffled = datasets.epoch_order.epoch_batches(
         arrays, batch_size, seed, static_batches()
@@ -230,8 +251,24 @@ def epoch_batches(arrays, batch_size, seed):
     return of_epoch
 
 
+def evaluation_batches(arrays, batch_size):
+    """Evaluation batches of in-memory `arrays`, in order: a cached
+    `tf.data` pipeline on TensorFlow, NumPy batches on the other
+    backends."""
+    if keras.backend.backend() != "tensorflow":
+        return datasets.ArrayBatches(arrays, batch_size)
+    import tensorflow as tf  # noqa: PLC0415
+
+    data = tf.data.Dataset.from_tensor_slices(tuple(arrays))
+    return data.batch(batch_size).cache().prefetch(tf.data.AUTOTUNE)
+
+
 def export_serving(model, export_dir, input_spec, serve=None):
     """`fitting.export_serving` to `export_dir` (a script's
-    `--export_dir`), if it is given."""
+    `--export_dir`), if it is given. `input_spec` is a `tf.TensorSpec`,
+    or a function that returns one (called only when there is an
+    export)."""
     if export_dir:
+        if callable(input_spec):
+            input_spec = input_spec()
         fitting.export_serving(model, export_dir, input_spec, serve)

@@ -8,6 +8,12 @@ equal. `examples/compare_routing.py` runs every family on every dataset
 and tabulates them. The run-level flags (`--epochs`, `--model_dir`,
 `--export_dir`, `--strategy`, ...) are `examples/runs.py`'s.
 
+It runs on every Keras backend (`KERAS_BACKEND=jax` or `torch`), where
+TensorFlow need not be installed: MNIST and Fashion-MNIST then come from
+a prepared-array file in `TFDS_DATA_DIR` (`datasets.save_image_arrays`),
+and on JAX `--strategy=mirrored` trains on every local device
+(`keras.distribution.DataParallel`).
+
 Usage:
   python -m examples.train --routing=heinsen --dataset=mnist \\
       --model_dir=runs/heinsen_mnist
@@ -15,10 +21,9 @@ Usage:
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import flags
 
-from examples import run_flags, run_results, runs
+from examples import fitting, run_flags, run_results, runs
 from keras_capsules import callbacks, datasets, models
 
 # The run-level flags `runs.fit` reads.
@@ -81,11 +86,6 @@ def test_splits(name):
     return ("test", "test_novel") if name == "procedural_shapes" else ("test",)
 
 
-def batches(images, labels, batch_size):
-    data = tf.data.Dataset.from_tensor_slices((images, labels))
-    return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-
 def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
@@ -94,9 +94,9 @@ def main(argv):
     images, labels = load_arrays(name, "train", _TRAIN_SIZE.value)
     train = runs.epoch_batches((images, labels), batch_size, runs.SEED.value)
     tests = {
-        split: batches(
-            *load_arrays(name, split, _TEST_SIZE.value), batch_size
-        ).cache()
+        split: runs.evaluation_batches(
+            load_arrays(name, split, _TEST_SIZE.value), batch_size
+        )
         for split in test_splits(name)
     }
     total_steps = epochs * int(np.ceil(len(labels) / batch_size))
@@ -139,7 +139,9 @@ def main(argv):
     runs.export_serving(
         model,
         _EXPORT_DIR.value,
-        tf.TensorSpec((None, *images.shape[1:]), tf.float32, "images"),
+        lambda: fitting.tensor_spec(
+            (None, *images.shape[1:]), "float32", "images"
+        ),
     )
 
 

@@ -10,7 +10,7 @@ newest that requirements.txt allows (`make test`).
 
 import importlib
 
-import tensorflow as tf
+import keras
 
 # (oldest, newest) release of each library these workarounds are tested on.
 COVERED = {"tensorflow": ("2.16", "2.21"), "keras": ("3.10", "3.15")}
@@ -25,6 +25,8 @@ def compiling_with_xla():
     moves, the answer is False: callers then take their form for
     TensorFlow's own kernels, and keep their assertions, equally correct.
     """
+    import tensorflow as tf  # noqa: PLC0415
+
     try:
         from tensorflow.python.ops import control_flow_util  # noqa: PLC0415
     except ImportError:  # pragma: no cover - depends on TensorFlow's layout
@@ -69,8 +71,12 @@ def work_around_multi_worker_fit(model):
       reduction dimension 0 for input with 0 dimensions"); scalars are
       reduced over the replicas alone here.
 
-    Does nothing under other strategies.
+    Does nothing under other strategies and on other backends.
     """
+    if keras.backend.backend() != "tensorflow":
+        return
+    import tensorflow as tf  # noqa: PLC0415
+
     strategy = model.distribute_strategy
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return

@@ -153,7 +153,17 @@ def loss_gradients(loss, inputs, variables, compiled=True):
 
 class TestCase(parameterized.TestCase):
     """The assertions of `tf.test.TestCase` that the suite uses, with its
-    default tolerances, on any backend's tensors."""
+    default tolerances, on any backend's tensors, and its seeding: every
+    test starts from one seed (Keras's, NumPy's, Python's and the
+    backend's), so that weights drawn without a seed are the same in
+    every run."""
+
+    # `tf.test.TestCase`'s seed.
+    SEED = 87654321
+
+    def setUp(self):
+        super().setUp()
+        keras.utils.set_random_seed(self.SEED)
 
     def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802
         _compare(

@@ -11,7 +11,16 @@ from keras_capsules.tensorflow_parts import PARTS
 from tests.every_backend import BACKEND, TestCase
 
 # What imports on every backend.
-NEUTRAL = ("callbacks", "layers", "losses", "metrics", "models", "ops", "plots")
+NEUTRAL = (
+    "callbacks",
+    "datasets",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "ops",
+    "plots",
+)
 
 
 class ImportTest(TestCase):
@@ -36,12 +45,11 @@ class ImportTest(TestCase):
                 getattr(keras_capsules, name)
 
     def test_names_that_need_tensorflow_say_so_elsewhere(self):
-        from keras_capsules import callbacks, models
+        from keras_capsules import models
 
         for part, name in (
             (models, "VariationalAutoencoder"),
             (models, "generative_capsule_autoencoder"),
-            (callbacks, "ResumableBackup"),
         ):
             if BACKEND == "tensorflow":
                 self.assertTrue(callable(getattr(part, name)))
@@ -50,6 +58,16 @@ class ImportTest(TestCase):
                 ImportError, "KERAS_BACKEND=tensorflow"
             ):
                 getattr(part, name)
+
+    def test_dataset_pipelines_need_tensorflow_installed(self):
+        from keras_capsules import datasets
+
+        for name in ("load_sst", "epoch_order", "load_image_dataset"):
+            if importlib.util.find_spec("tensorflow") is not None:
+                self.assertIsNotNone(getattr(datasets, name))
+                continue
+            with self.assertRaisesRegex(ImportError, "pip install"):
+                getattr(datasets, name)
 
 
 if __name__ == "__main__":

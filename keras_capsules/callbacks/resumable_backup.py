@@ -6,15 +6,18 @@ import tempfile
 import warnings
 
 import keras
-import tensorflow as tf
 
 from keras_capsules import private_apis
 from keras_capsules.callbacks.backup_folder import (
     BackupFolder,
     metric_variables,
 )
+from keras_capsules.callbacks.distributed_training import (
+    build_optimizer,
+    writes_shared_files,
+)
+from keras_capsules.callbacks.epoch_data import EpochData
 from keras_capsules.ops.arguments import positive_int
-from keras_capsules.recipes import gradient_step
 
 
 class ResumableBackup(keras.callbacks.Callback):
@@ -56,13 +59,12 @@ class ResumableBackup(keras.callbacks.Callback):
     Examples:
 
         >>> import tempfile
+        >>> from keras_capsules import datasets
         >>> images = np.random.default_rng(0).uniform(size=(64, 4))
         >>> labels = np.zeros((64, 1))
-        >>> def epoch_batches(epoch):  # An order that depends on the epoch.
-        ...     keys = tf.random.stateless_uniform([64], [epoch, 0])
-        ...     rows = tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
-        ...     return rows.batch(16).map(lambda rows: (
-        ...         tf.gather(images, rows), tf.gather(labels, rows)))
+        >>> # Each epoch's order drawn from the seed and the epoch number.
+        >>> epoch_batches = datasets.array_epoch_batches(
+        ...     (images, labels), batch_size=16, seed=0)
         >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
         >>> model.compile("sgd", "mse")
         >>> backup = ResumableBackup(tempfile.mkdtemp(), save_freq=2)
@@ -84,9 +86,7 @@ class ResumableBackup(keras.callbacks.Callback):
         self.save_freq = save_freq
         self.keep = positive_int("ResumableBackup", "keep", keep)
         self._folder = BackupFolder(backup_dir, self.keep)
-        # Read by the data of `training_data` when each epoch starts.
-        with tf.init_scope():
-            self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._data = None  # The `EpochData` being fitted.
         self._resuming_within_epochs = False
         self._model_is_current = False
         self._metric_states = None
@@ -94,33 +94,24 @@ class ResumableBackup(keras.callbacks.Callback):
         self._current_epoch = 0
         self._first_step = 0  # Of the current epoch: > 0 after a restore.
         self._last_saved_step = 0
-        self._epoch_length = None  # Batches per epoch, from training_data.
 
     def training_data(self, epoch_batches):
-        """A dataset for `fit` whose epoch `e` gives `epoch_batches(e)`.
+        """Data for `fit` whose epoch `e` gives `epoch_batches(e)`.
 
         Args:
-            epoch_batches: a function of an int64 scalar tensor, the epoch
-                number, that returns a `tf.data.Dataset` of the epoch's
-                batches. Its order and any random augmentation should come
-                from that number (e.g. a permutation and stateless random
-                ops seeded with it), so that a resumed run repeats them.
-                Every epoch must have as many batches as epoch 0.
+            epoch_batches: a function of the epoch number that returns the
+                epoch's batches: a `keras.utils.PyDataset` (any backend;
+                given an int, e.g. `datasets.array_epoch_batches`) or a
+                `tf.data.Dataset` (TensorFlow installed; given an int64
+                scalar tensor). Its order and any random augmentation
+                should come from that number (a permutation and random
+                draws seeded with it), so that a resumed run repeats
+                them. Every epoch must have as many batches as epoch 0.
 
         Returns:
-            A `tf.data.Dataset` of batches.
+            A `keras.utils.PyDataset` or a `tf.data.Dataset` of batches.
         """
-        return self._training_data(
-            epoch_batches, self._epoch_length_of(epoch_batches)
-        )
-
-    def _training_data(self, epoch_batches, length):
-        data = tf.data.Dataset.range(1).flat_map(
-            lambda _: epoch_batches(self._epoch)
-        )
-        if length >= 0:  # The progress bar then knows it from the start.
-            data = data.apply(tf.data.experimental.assert_cardinality(length))
-        return data
+        return self._epoch_data(epoch_batches).continuing()
 
     def fit(self, model, epoch_batches, epochs, callbacks=(), **kwargs):
         """Trains `model` for `epochs` epochs from the latest backup.
@@ -141,20 +132,20 @@ class ResumableBackup(keras.callbacks.Callback):
             before the restart included.
         """
         epochs = positive_int("ResumableBackup.fit", "epochs", epochs)
-        length = self._epoch_length_of(epoch_batches)
+        data = self._epoch_data(epoch_batches)
         epoch, step = self.position()
         if epoch >= epochs:  # Nothing left: the model as the run ended.
             self._restore(model)
             return self.history
         callbacks = [self, *callbacks]
-        # The epochs come ordered by `epoch_batches`; Keras would only warn
-        # that its default `shuffle=True` does nothing to a dataset.
+        # The epochs come ordered by `epoch_batches`; Keras's default
+        # `shuffle=True` would reorder a PyDataset's batches.
         kwargs = {"shuffle": False, **kwargs}
         self._resuming_within_epochs = True
         try:
             if step:  # The rest of the interrupted epoch.
                 model.fit(
-                    epoch_batches(tf.constant(epoch, tf.int64)).skip(step),
+                    data.of_epoch(epoch, skip=step),
                     epochs=epoch + 1,
                     initial_epoch=epoch,
                     callbacks=callbacks,
@@ -166,7 +157,7 @@ class ResumableBackup(keras.callbacks.Callback):
                 self._model_is_current = True
             if epoch < epochs:
                 model.fit(
-                    self._training_data(epoch_batches, length),
+                    data.continuing(),
                     epochs=epochs,
                     initial_epoch=epoch,
                     callbacks=callbacks,
@@ -177,11 +168,12 @@ class ResumableBackup(keras.callbacks.Callback):
             self._model_is_current = False
         return self.history
 
-    def _epoch_length_of(self, epoch_batches):
-        """Batches of epoch 0, -1 if unknown; a ValueError where backups
-        within epochs need it."""
-        length = int(epoch_batches(tf.constant(0, tf.int64)).cardinality())
-        if self.save_freq != "epoch" and length < 0:
+    def _epoch_data(self, epoch_batches):
+        """The `EpochData` of `epoch_batches`, which this backup's epochs
+        now advance; a ValueError where backups within epochs need the
+        number of batches and it is unknown."""
+        data = EpochData(epoch_batches)
+        if self.save_freq != "epoch" and data.length < 0:
             raise ValueError(
                 f"`ResumableBackup` with save_freq={self.save_freq} needs "
                 "epochs of a known number of batches. Received "
@@ -189,8 +181,8 @@ class ResumableBackup(keras.callbacks.Callback):
                 "(`tf.data.experimental.assert_cardinality`) or use "
                 "save_freq='epoch'."
             )
-        self._epoch_length = length
-        return length
+        self._data = data
+        return data
 
     def position(self):
         """`(epochs, steps)` of the latest backup: `epochs` complete epochs
@@ -231,13 +223,14 @@ class ResumableBackup(keras.callbacks.Callback):
                 "Received an unbuilt model: build it (call it on a batch) "
                 "before training."
             )
-        gradient_step.build_optimizer(model)  # so its state loads too
+        build_optimizer(model)  # so its state loads too
         state, self._metric_states = self._folder.read(name, model)
         self.history = state["history"]
         return state["epoch"], state["step"]
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch.assign(epoch)
+        if self._data is not None:
+            self._data.set_epoch(epoch)
         self._current_epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
@@ -250,7 +243,7 @@ class ResumableBackup(keras.callbacks.Callback):
         # validation), so that a backup always has batches left.
         if (
             steps - self._last_saved_step >= self.save_freq
-            and steps < self._epoch_length
+            and steps < self._data.length
         ):
             self._save(self._current_epoch, steps)
 
@@ -288,7 +281,7 @@ class ResumableBackup(keras.callbacks.Callback):
     def _save(self, epoch, step):
         self._last_saved_step = step
         state = {"epoch": epoch, "step": step, "history": self.history}
-        if self.model.distribute_strategy.extended.should_checkpoint:
+        if writes_shared_files(self.model):
             self._folder.write(self.model, state)
         else:
             # Every worker reads the same (possibly synchronised)

@@ -9,8 +9,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 
-def load_image_arrays(name, split, data_dir=None):
-    """Loads a TFDS image classification split into memory.
+def load_tfds_image_arrays(name, split, data_dir=None):
+    """Loads a TFDS image classification split into memory
+    (`datasets.load_image_arrays` reads a prepared-array file first).
 
     Args:
         name: TFDS name, e.g. `"mnist"`, `"fashion_mnist"`, `"smallnorb"`.
@@ -22,7 +23,7 @@ def load_image_arrays(name, split, data_dir=None):
 
     Examples:
 
-        >>> images, labels = load_image_arrays("mnist", "test[:8]")
+        >>> images, labels = load_tfds_image_arrays("mnist", "test[:8]")
         >>> images.shape, labels.shape, float(images.max()) <= 1.0
         ((8, 28, 28, 1), (8,), True)
     """

@@ -10,6 +10,8 @@ TensorFlow training step: on TensorFlow they import with the package; on
 another backend, their first use raises an ImportError that says so.
 """
 
+import keras
+
 from keras_capsules.models.capsnet import CapsNet, capsnet
 from keras_capsules.models.capsnet_config import CapsNetConfig
 from keras_capsules.models.capsule_classifier import (
@@ -33,27 +35,43 @@ from keras_capsules.models.paper_backbones import (
     heinsen_image_backbone,
     matrix_capsnet_backbone,
 )
-from keras_capsules.tensorflow_parts import (
-    bind_tensorflow_only_names,
-    tensorflow_only_names,
-)
+from keras_capsules.tensorflow_parts import tensorflow_only_names
 
-# The names that need TensorFlow, by the module that holds each.
-_TENSORFLOW_ONLY = {
-    "GenerativeCapsuleAutoencoder": "generative_capsule_autoencoder",
-    "GenerativeCapsuleConfig": "generative_capsule_config",
-    "VariationalAutoencoder": "vae",
-    "expected_presence_count": "posterior_measures",
-    "generative_capsule_autoencoder": "generative_capsules",
-    "presence_information": "posterior_measures",
-    "selection_information": "posterior_measures",
-    "template_encoder": "generative_capsules",
-    "top_encoder": "generative_capsules",
-    "top_layer_features": "posterior_measures",
-}
-
-__getattr__ = tensorflow_only_names(__name__, _TENSORFLOW_ONLY)
-bind_tensorflow_only_names(globals(), _TENSORFLOW_ONLY)
+if keras.backend.backend() == "tensorflow":
+    from keras_capsules.models.generative_capsule_autoencoder import (
+        GenerativeCapsuleAutoencoder,
+    )
+    from keras_capsules.models.generative_capsule_config import (
+        GenerativeCapsuleConfig,
+    )
+    from keras_capsules.models.generative_capsules import (
+        generative_capsule_autoencoder,
+        template_encoder,
+        top_encoder,
+    )
+    from keras_capsules.models.posterior_measures import (
+        expected_presence_count,
+        presence_information,
+        selection_information,
+        top_layer_features,
+    )
+    from keras_capsules.models.vae import VariationalAutoencoder
+else:
+    __getattr__ = tensorflow_only_names(
+        __name__,
+        (
+            "GenerativeCapsuleAutoencoder",
+            "GenerativeCapsuleConfig",
+            "VariationalAutoencoder",
+            "expected_presence_count",
+            "generative_capsule_autoencoder",
+            "presence_information",
+            "selection_information",
+            "template_encoder",
+            "top_encoder",
+            "top_layer_features",
+        ),
+    )
 
 __all__ = [
     "ROUTINGS",

@@ -41,12 +41,14 @@ def class_ids(owner, labels, num_classes):
 
 def valid_class_ids(labels, num_classes):
     """Elementwise `(whole, in_range)`: whether each label is a whole
-    number, and whether it lies in `[0, num_classes)`."""
-    ids = ops.cast(labels, "float64")
-    return (
-        ids == ops.round(ids),
-        ops.logical_and(ids >= 0.0, ids < num_classes),
-    )
+    number, and whether it lies in `[0, num_classes)`. Compared in the
+    labels' own dtype, where rounding a float is exact (no float64, which
+    JAX lacks by default)."""
+    if "int" in keras.backend.standardize_dtype(labels.dtype):
+        whole = ops.ones_like(labels, dtype="bool")
+    else:
+        whole = labels == ops.round(labels)
+    return whole, ops.logical_and(labels >= 0, labels < num_classes)
 
 
 def checked(owner, value, received, conditions, what="labels"):

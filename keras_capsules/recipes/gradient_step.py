@@ -5,6 +5,11 @@ global batch), and the public loss metric."""
 import tensorflow as tf
 from keras import ops
 
+# Defined with the backup, which runs on every backend.
+from keras_capsules.callbacks.distributed_training import (  # noqa: F401
+    build_optimizer,
+)
+
 
 def replica_share(loss):
     """`loss` divided by the replicas in sync: their gradients are summed.
@@ -36,27 +41,6 @@ def replica_rows(local_batch_size):
     )
     offset = tf.reduce_sum(tf.where(before, sizes, 0))
     return offset, tf.reduce_sum(sizes)
-
-
-def build_optimizer(model):
-    """Creates `model.optimizer`'s variables for the model's trainable
-    weights now, before Keras traces the training step, when the model
-    has its weights and the optimizer has none yet (otherwise nothing).
-
-    Keras builds the optimizer in the first trace of `train_step` (for a
-    model made outside a `tf.distribute` strategy's scope), and
-    `tf.function` traces a function that creates variables a second
-    time, so a model whose step is slow to trace pays for it twice.
-    Keras builds it the same way after loading a saved model
-    (`compile_from_config`). Metrics given to `compile` are still built
-    in the first trace, so only a model that tracks its own metrics
-    saves the trace.
-    """
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None or optimizer.built or not model.built:
-        return
-    with model.distribute_strategy.scope():
-        optimizer.build(model.trainable_variables)
 
 
 def minimize(model, tape, loss):

@@ -1,17 +1,24 @@
 """`ResumableBackup`: a run interrupted at any step resumes from its last
 backup and ends where an uninterrupted run ends; a backup that a kill cut
-short is never loaded."""
+short is never loaded. On every backend with epochs of
+`keras.utils.PyDataset`s; with `tf.data` epochs where TensorFlow is
+installed."""
 
+import importlib.util
 import os
 import tempfile
+import unittest
 import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl.testing import parameterized
 
 from keras_capsules.callbacks import ResumableBackup
+from keras_capsules.datasets import ArrayBatches
+from tests import every_backend
+
+TENSORFLOW_INSTALLED = importlib.util.find_spec("tensorflow") is not None
 
 _EPOCHS = 3
 _BATCHES = 4  # per epoch
@@ -20,8 +27,18 @@ _FEATURES = _RNG.normal(size=(_BATCHES * 8, 3)).astype("float32")
 _TARGETS = _FEATURES @ np.array([[1.0], [-2.0], [0.5]], "float32")
 
 
-def epoch_batches(epoch):
+def py_dataset_epoch_batches(epoch):
     """Batches in an order, with noise, that come from the epoch alone."""
+    rng = np.random.default_rng([epoch, 7])
+    order = rng.permutation(len(_FEATURES))
+    noisy = _FEATURES + 0.1 * rng.normal(size=_FEATURES.shape)
+    return ArrayBatches((noisy.astype("float32"), _TARGETS), 8, order)
+
+
+def tf_data_epoch_batches(epoch):
+    """Batches in an order, with noise, that come from the epoch alone."""
+    import tensorflow as tf  # noqa: PLC0415
+
     seed = tf.stack([tf.cast(epoch, tf.int32), 7])
     order = tf.argsort(tf.random.stateless_uniform([len(_FEATURES)], seed))
     data = tf.data.Dataset.from_tensor_slices(order).batch(8)
@@ -66,7 +83,7 @@ class Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt
 
 
-def train(backup_dir, save_freq=2, interrupt_after=None):
+def train(epoch_batches, backup_dir, save_freq=2, interrupt_after=None):
     """Fits a fresh model with `backup.fit`; returns it and the history."""
     model = make_model()
     backup = ResumableBackup(backup_dir, save_freq=save_freq)
@@ -77,13 +94,19 @@ def train(backup_dir, save_freq=2, interrupt_after=None):
     return model, history
 
 
-class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
+class PyDatasetBackupTest(every_backend.TestCase):
+    epoch_batches = staticmethod(py_dataset_epoch_batches)
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        model, history = train(tempfile.mkdtemp())
+        model, history = cls.train(tempfile.mkdtemp())
         cls.expected_weights = model.get_weights()
         cls.expected_history = history
+
+    @classmethod
+    def train(cls, backup_dir, **options):
+        return train(cls.epoch_batches, backup_dir, **options)
 
     def assert_weights_expected(self, model):
         for actual, expected in zip(model.get_weights(), self.expected_weights):
@@ -106,9 +129,9 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
     ):
         backup_dir = self.create_tempdir().full_path
         with self.assertRaises(KeyboardInterrupt):
-            train(backup_dir, interrupt_after=interrupt_after)
+            self.train(backup_dir, interrupt_after=interrupt_after)
         self.assertEqual(ResumableBackup(backup_dir).position(), position)
-        model, history = train(backup_dir)
+        model, history = self.train(backup_dir)
         self.assert_weights_expected(model)
         # Each epoch's metrics cover the whole epoch, restart or not.
         self.assertEqual(sorted(history), ["loss", "mae"])
@@ -119,8 +142,8 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)
             with self.assertRaises(KeyboardInterrupt):
-                train(backup_dir, interrupt_after=3)
-            train(backup_dir)  # the rest of epoch 0, then the others
+                self.train(backup_dir, interrupt_after=3)
+            self.train(backup_dir)  # the rest of epoch 0, then the others
 
     def test_model_fit_resumes_at_epoch_ends(self):
         backup_dir = self.create_tempdir().full_path
@@ -129,7 +152,7 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             model = make_model()
             backup = ResumableBackup(backup_dir)
             model.fit(
-                backup.training_data(epoch_batches),
+                backup.training_data(self.epoch_batches),
                 shuffle=False,
                 epochs=_EPOCHS,
                 callbacks=[backup, *callbacks],
@@ -144,16 +167,16 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_a_finished_run_trains_no_further(self):
         backup_dir = self.create_tempdir().full_path
-        train(backup_dir)
+        self.train(backup_dir)
         self.assertEqual(ResumableBackup(backup_dir).position(), (_EPOCHS, 0))
-        model, history = train(backup_dir)
+        model, history = self.train(backup_dir)
         self.assert_weights_expected(model)
         self.assertLen(history["loss"], _EPOCHS)
 
     def test_a_backup_cut_short_is_not_loaded(self):
         backup_dir = self.create_tempdir().full_path
         with self.assertRaises(KeyboardInterrupt):
-            train(backup_dir, interrupt_after=5)
+            self.train(backup_dir, interrupt_after=5)
         self.assertEqual(ResumableBackup(backup_dir).position(), (1, 0))
         # What kills during a write leave: a folder still being written,
         # and (not from this class, which renames a folder only once it
@@ -163,7 +186,7 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             file.write("epoch-000001-step-000000002")
         os.makedirs(os.path.join(backup_dir, "epoch-000001-step-000000002"))
         self.assertEqual(ResumableBackup(backup_dir).position(), (1, 0))
-        model, _ = train(backup_dir)
+        model, _ = self.train(backup_dir)
         self.assert_weights_expected(model)
         self.assertFalse(
             any(name.startswith(".partial") for name in os.listdir(backup_dir))
@@ -171,7 +194,7 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_keeps_the_newest_backups(self):
         backup_dir = self.create_tempdir().full_path
-        train(backup_dir)
+        self.train(backup_dir)
         names = sorted(
             name for name in os.listdir(backup_dir) if name != "latest"
         )
@@ -182,21 +205,25 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_a_backup_of_another_model_is_refused(self):
         backup_dir = self.create_tempdir().full_path
-        train(backup_dir)
+        self.train(backup_dir)
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
         model.compile("adam", "mse")
         with self.assertRaisesRegex(ValueError, "does not fit this model"):
-            ResumableBackup(backup_dir).fit(model, epoch_batches, _EPOCHS + 1)
+            ResumableBackup(backup_dir).fit(
+                model, self.epoch_batches, _EPOCHS + 1
+            )
 
     def test_a_backup_of_another_optimizer_is_refused(self):
         # The same layers with another optimizer: Keras alone would load
         # the weights, warn, and go on with a fresh optimizer state.
         backup_dir = self.create_tempdir().full_path
-        train(backup_dir)
+        self.train(backup_dir)
         model = make_model()
         model.compile(keras.optimizers.SGD(0.05, momentum=0.9), "mse")
         with self.assertRaisesRegex(ValueError, "does not fit this model"):
-            ResumableBackup(backup_dir).fit(model, epoch_batches, _EPOCHS + 1)
+            ResumableBackup(backup_dir).fit(
+                model, self.epoch_batches, _EPOCHS + 1
+            )
 
     def test_bad_arguments_are_refused(self):
         for arguments, message in (
@@ -208,20 +235,11 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             with self.assertRaisesRegex(ValueError, message):
                 ResumableBackup(**arguments)
 
-    def test_steps_between_backups_need_epochs_of_known_length(self):
-        backup = ResumableBackup(self.create_tempdir().full_path, 2)
-        with self.assertRaisesRegex(ValueError, "unknown cardinality"):
-            backup.fit(
-                make_model(),
-                lambda epoch: epoch_batches(epoch).filter(lambda *_: True),
-                _EPOCHS,
-            )
-
     def test_steps_between_backups_need_backup_fit(self):
         backup = ResumableBackup(self.create_tempdir().full_path, 2)
         with self.assertRaisesRegex(ValueError, "backup.fit"):
             make_model().fit(
-                backup.training_data(epoch_batches),
+                backup.training_data(self.epoch_batches),
                 shuffle=False,
                 epochs=1,
                 callbacks=[backup],
@@ -229,5 +247,15 @@ class ResumableBackupTest(tf.test.TestCase, parameterized.TestCase):
             )
 
 
-if __name__ == "__main__":
-    tf.test.main()
+@unittest.skipUnless(TENSORFLOW_INSTALLED, "tf.data needs TensorFlow.")
+class TfDataBackupTest(PyDatasetBackupTest):
+    epoch_batches = staticmethod(tf_data_epoch_batches)
+
+    def test_steps_between_backups_need_epochs_of_known_length(self):
+        backup = ResumableBackup(self.create_tempdir().full_path, 2)
+        with self.assertRaisesRegex(ValueError, "unknown cardinality"):
+            backup.fit(
+                make_model(),
+                lambda epoch: self.epoch_batches(epoch).filter(lambda *_: True),
+                _EPOCHS,
+            )

@@ -6,6 +6,8 @@ import os
 import sys
 
 import keras
+from absl import flags as absl_flags
+from absl.testing import flagsaver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
@@ -52,3 +54,14 @@ def load_run(model_dir, model_file=None):
         path = os.path.join(model_dir, model_file)
         weights = keras.saving.load_model(path).get_weights()
     return results, weights
+
+
+def run_in_process(script, **settings):
+    """Runs `script.main` with the flags `settings` (absl's flagsaver: the
+    flags are restored after); returns its `results.json`."""
+    if not absl_flags.FLAGS.is_parsed():
+        absl_flags.FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(**settings):
+        script.main(["prog"])
+    with open(os.path.join(settings["model_dir"], "results.json")) as f:
+        return json.load(f)

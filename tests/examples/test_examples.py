@@ -12,7 +12,7 @@ from absl import flags as absl_flags
 from absl.testing import flagsaver
 
 from examples import capsule_regression, demo, distribution, results_table
-from tests.examples.test_train_capsnet import run_in_process
+from tests.examples.script_runs import run_in_process
 
 FLAGS = absl_flags.FLAGS
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from examples import capsule_regression
-from tests.examples.test_train_capsnet import run_in_process
+from tests.examples.script_runs import run_in_process
 
 # Test error (%) of the multiclass model with d = 2 capsules (section 3.2).
 _PAPER_ERROR = {"mnist": 6.21, "fashion_mnist": 15.14}

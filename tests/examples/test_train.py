@@ -11,7 +11,7 @@ from absl.testing import flagsaver, parameterized
 
 from examples import compare_routing, heinsen_training, runs, train
 from keras_capsules import models
-from tests.examples.test_train_capsnet import run_in_process
+from tests.examples.script_runs import run_in_process
 
 FLAGS = flags.FLAGS
 

@@ -2,7 +2,6 @@
 a fresh process: serving must not need this one). Resuming after a kill:
 test_kill_and_resume.py."""
 
-import json
 import os
 import subprocess
 import sys
@@ -13,10 +12,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
-from absl.testing import flagsaver
 
 import keras_capsules  # noqa: F401  (registers the saved classes)
 from examples import train_capsnet
+from tests.examples.script_runs import run_in_process
 
 FLAGS = absl_flags.FLAGS
 
@@ -57,17 +56,6 @@ def serve_in_fresh_process(export_dir, inputs, directory):
         """
     )
     return dict(np.load(served_path))
-
-
-def run_in_process(script, **settings):
-    """Runs `script.main` with the flags `settings` (absl's flagsaver: the
-    flags are restored after); returns its `results.json`."""
-    if not FLAGS.is_parsed():
-        FLAGS.mark_as_parsed()
-    with flagsaver.flagsaver(**settings):
-        script.main(["prog"])
-    with open(os.path.join(settings["model_dir"], "results.json")) as f:
-        return json.load(f)
 
 
 def train_in_process(**settings):
