@@ -14,8 +14,9 @@ DOCS_STAMP := $(DOCS_VENV)/.installed
 JAX_VENV := .venv-jax
 TORCH_VENV := .venv-torch
 # What `make test-jax` and `make test-torch` run: the tests written for
-# every Keras backend (tests/every_backend.py), the callbacks, the in-memory
-# datasets and examples/train.py. Left out: the TensorFlow fast paths'
+# every Keras backend (tests/every_backend.py), the callbacks, the
+# in-memory datasets, examples/train.py, the CapsNet and matrix-capsule
+# scripts and the GPU session's jobs at their tiny size (on JAX). Left out: the TensorFlow fast paths'
 # dispatch (tests/ops/test_fast_paths.py), the generative decoder
 # (TensorFlow Probability) and the XLA gradient checks of tf.function.
 EVERY_BACKEND_TESTS := \
@@ -28,8 +29,11 @@ EVERY_BACKEND_TESTS := \
 	tests/models/test_paper_backbones.py \
 	tests/test_conformance.py tests/test_imports.py \
 	tests/callbacks \
-	tests/datasets/test_array_epochs.py tests/datasets/test_image_arrays.py \
-	tests/examples/test_train_every_backend.py
+	tests/datasets/test_array_epochs.py tests/datasets/test_array_shifts.py \
+	tests/datasets/test_image_arrays.py \
+	tests/examples/test_train_every_backend.py \
+	tests/examples/test_paper_scripts_every_backend.py \
+	tests/examples/test_gpu_session.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
 # mixed precision), the training step that replaces Keras's training

@@ -118,9 +118,26 @@ def _time(shape, name):
         "first_step_seconds": round(first_step, 2),
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
-        "device": f"{cpu_model()}, {os.cpu_count()} cores",
+        "device": _device(backend),
         **_onednn(backend),
     }
+
+
+def _device(backend):
+    """The accelerator Keras runs on (JAX's or PyTorch's GPU), else the
+    CPU and its cores."""
+    if backend == "jax":
+        import jax  # noqa: PLC0415
+
+        device = jax.devices()[0]
+        if device.platform != "cpu":
+            return device.device_kind
+    if backend == "torch":
+        import torch  # noqa: PLC0415
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name()
+    return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
 def _onednn(backend):

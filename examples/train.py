@@ -23,15 +23,14 @@ import keras
 import numpy as np
 from absl import flags
 
-from examples import fitting, run_flags, run_results, runs
-from keras_capsules import callbacks, datasets, models
+from examples import array_data, fitting, run_flags, run_results, runs
+from keras_capsules import callbacks, models
 
 # The run-level flags `runs.fit` reads.
 _EPOCHS, _BATCH_SIZE, _BACKUP_STEPS = run_flags.request(
     __name__, *run_flags.TRAINING
 )
 
-DATASETS = ("mnist", "fashion_mnist", "procedural_shapes")
 # The script's defaults of the flags of `examples/runs.py`: Adam's peak
 # learning rate (cosine decay), `--capsule_dim` the columns of each class
 # capsule's 4 x d pose (the capsules' size in capsule regression).
@@ -72,32 +71,19 @@ _PRIMARY_TYPES = flags.DEFINE_integer(
 )
 
 
-def load_arrays(name, split, size):
-    """`(images, labels)` float32 in [0, 1] and int64, the first `size`."""
-    if name == "procedural_shapes":
-        data = datasets.load_procedural_shapes(split, num_examples=size)
-        return data["image"], data["label"]
-    images, labels = datasets.load_image_arrays(name, split)
-    return images[:size], labels[:size]
-
-
-def test_splits(name):
-    """Test splits: novel viewpoints as well for the procedural shapes."""
-    return ("test", "test_novel") if name == "procedural_shapes" else ("test",)
-
-
 def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
-    name, routing = runs.choice(_DATASET, DATASETS), _ROUTING.value
+    name, routing = runs.choice(_DATASET, array_data.DATASETS), _ROUTING.value
     batch_size, epochs = _BATCH_SIZE.value, _EPOCHS.value
-    images, labels = load_arrays(name, "train", _TRAIN_SIZE.value)
+    images, labels = array_data.load_arrays(name, "train", _TRAIN_SIZE.value)
     train = runs.epoch_batches((images, labels), batch_size, runs.SEED.value)
     tests = {
         split: runs.evaluation_batches(
-            load_arrays(name, split, _TEST_SIZE.value), batch_size
+            array_data.load_arrays(name, split, _TEST_SIZE.value),
+            batch_size,
         )
-        for split in test_splits(name)
+        for split in array_data.test_splits(name)
     }
     total_steps = epochs * int(np.ceil(len(labels) / batch_size))
     with strategy.scope():

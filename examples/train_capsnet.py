@@ -6,6 +6,11 @@ in), and two generated from MNIST for the paper's experiments:
 (train on digits placed at random on 40x40, test on random affine maps of
 the test digits, an affNIST-like set, sec. 5.2).
 
+On JAX and PyTorch (`KERAS_BACKEND`; TensorFlow need not be installed)
+it trains on `mnist`, `fashion_mnist` (prepared-array files in
+`TFDS_DATA_DIR`, `datasets.save_image_arrays`) and `procedural_shapes`,
+held in memory; the other datasets need TensorFlow.
+
 `--preset` names the model's sizes (`models.CapsNetConfig.PRESETS`:
 `paper`, the default, or `small`), with any field changed after a colon:
 `--preset=small:num_iterations=2,decoder_units=128/256`.
@@ -25,10 +30,9 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import flags
 
-from examples import presets, run_flags, run_results, runs
+from examples import array_data, fitting, presets, run_flags, run_results, runs
 from keras_capsules import datasets, metrics, models, plots
 
 # The run-level flags `runs.fit` reads.
@@ -120,10 +124,10 @@ def serving(model):
     def serve(images):
         capsules = model.encode(images, training=False)
         return {
-            "probabilities": tf.cast(
-                model.capsule_length(capsules), tf.float32
+            "probabilities": keras.ops.cast(
+                model.capsule_length(capsules), "float32"
             ),
-            "capsules": tf.cast(capsules, tf.float32),
+            "capsules": keras.ops.cast(capsules, "float32"),
         }
 
     return serve
@@ -131,52 +135,85 @@ def serving(model):
 
 def write_figures(model, test_data, model_dir):
     images, _ = next(iter(test_data))
-    images = images[:8]
+    images = keras.ops.convert_to_numpy(images[:8])
     capsules = model.encode(images, training=False)
-    lengths = model.capsule_length(capsules)
+    lengths = keras.ops.convert_to_numpy(model.capsule_length(capsules))
     predictions = np.argmax(lengths, axis=-1)
     plots.plot_reconstructions(
-        images.numpy(),
-        model.reconstruct(capsules).numpy(),
+        images,
+        keras.ops.convert_to_numpy(model.reconstruct(capsules)),
         os.path.join(model_dir, "reconstructions.png"),
         predictions=predictions,
     )
 
     def decode(masked_capsules):
-        return model.decoder(masked_capsules).numpy()
+        return keras.ops.convert_to_numpy(model.decoder(masked_capsules))
 
     plots.plot_capsule_perturbations(
         decode,
-        capsules[0].numpy(),
+        keras.ops.convert_to_numpy(capsules[0]),
         int(predictions[0]),
         os.path.join(model_dir, "perturbations.png"),
     )
+
+
+def load_data(name, batch_size, seed):
+    """`(image_shape, num_classes, train, tests)` of dataset `name`: the
+    training batches as a function of the epoch, whose order and shifts
+    come from the seed and the epoch (a killed run resumes with the
+    batches it would have seen), and `{split: batches}` to test on.
+    `tf.data` pipelines on TensorFlow; in-memory batches (MNIST,
+    Fashion-MNIST, the procedural shapes) on the other backends."""
+    if not array_data.in_memory():
+        image_shape, num_classes, splits = datasets.experiment_info(name)
+        train = datasets.load_experiment_epochs(
+            name,
+            batch_size,
+            _SHIFT_PIXELS.value,
+            _TRAIN_SIZE.value,
+            seed,
+            drop_remainder=runs.static_batches(),
+        )
+        tests = {
+            split: datasets.load_experiment(
+                name, split, batch_size, size=_TEST_SIZE.value, seed=seed
+            ).cache()
+            for split in splits
+        }
+        return image_shape, num_classes, train, tests
+    array_data.check_dataset(name, "examples.train_capsnet")
+    images, labels = array_data.load_arrays(name, "train", _TRAIN_SIZE.value)
+    train = datasets.array_epoch_batches(
+        (images, labels),
+        batch_size,
+        seed,
+        runs.static_batches(),
+        augment=array_data.shifted(_SHIFT_PIXELS.value),
+    )
+    tests = {
+        split: runs.evaluation_batches(
+            array_data.load_arrays(name, split, _TEST_SIZE.value), batch_size
+        )
+        for split in array_data.test_splits(name)
+    }
+    num_classes = (
+        10 if name != "procedural_shapes" else len(datasets.SHAPE_NAMES)
+    )
+    return images.shape[1:], num_classes, train, tests
 
 
 def main(argv):
     del argv
     strategy = runs.set_up(**DEFAULTS)
     config()  # Refuses a --preset that names no settings.
-    name = runs.choice(_DATASET, datasets.EXPERIMENTS)
+    name = _DATASET.value
+    if not array_data.in_memory():
+        name = runs.choice(_DATASET, datasets.EXPERIMENTS)
     batch_size, seed = _BATCH_SIZE.value, runs.SEED.value
-    image_shape, num_classes, test_splits = datasets.experiment_info(name)
-    # Each epoch's order and shifts come from the seed and the epoch: a
-    # killed run resumes with the batches it would have seen.
-    train = datasets.load_experiment_epochs(
-        name,
-        batch_size,
-        _SHIFT_PIXELS.value,
-        _TRAIN_SIZE.value,
-        seed,
-        drop_remainder=runs.static_batches(),
+    image_shape, num_classes, train, tests = load_data(name, batch_size, seed)
+    steps_per_epoch = (
+        len(train(0)) if array_data.in_memory() else int(train(0).cardinality())
     )
-    tests = {
-        split: datasets.load_experiment(
-            name, split, batch_size, size=_TEST_SIZE.value, seed=seed
-        ).cache()
-        for split in test_splits
-    }
-    steps_per_epoch = int(train(0).cardinality())
     with strategy.scope():
         model = build_model(image_shape, num_classes)
         compile_model(model, steps_per_epoch, name == "multi_mnist")
@@ -194,7 +231,9 @@ def main(argv):
     runs.export_serving(
         model,
         _EXPORT_DIR.value,
-        tf.TensorSpec((None, *model.image_shape), tf.float32, "images"),
+        lambda: fitting.tensor_spec(
+            (None, *model.image_shape), "float32", "images"
+        ),
         serving(model),
     )
     if _FIGURES.value:

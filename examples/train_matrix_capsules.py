@@ -12,6 +12,11 @@ brightness and contrast, centre crop at test; `--multi_crop` averages the
 class activations over nine crops), `mnist`, `fashion_mnist` (TFDS) and
 `procedural_shapes` (built in).
 
+On JAX and PyTorch (`KERAS_BACKEND`; TensorFlow need not be installed)
+it trains on `mnist`, `fashion_mnist` (prepared-array files in
+`TFDS_DATA_DIR`, `datasets.save_image_arrays`) and `procedural_shapes`,
+held in memory; smallNORB needs TensorFlow.
+
 `--viewpoints=azimuth|elevation` (smallNORB) or `rotation` (procedural)
 trains on familiar viewpoints and reports errors on familiar (`test`) and
 novel (`test_novel`) viewpoints. `--cnn_baseline` runs the paper's
@@ -29,13 +34,20 @@ Usage:
 """
 
 import keras
-import tensorflow as tf
 from absl import app, flags
 
-from examples import presets, run_flags, run_results, runs
+from examples import (
+    array_data,
+    fitting,
+    matrix_capsule_evaluation,
+    presets,
+    run_flags,
+    run_results,
+    runs,
+)
 from keras_capsules import callbacks, datasets, layers, losses, models
 from keras_capsules.callbacks.training_step import optimizer_step
-from keras_capsules.datasets import matrix_capsule_experiments as experiments
+from keras_capsules.datasets import matrix_capsule_names as names
 from keras_capsules.models.matrix_capsnet import DEFAULT_ROUTING
 
 # The run-level flags `runs.fit` reads.
@@ -81,7 +93,7 @@ _MODEL = flags.DEFINE_enum(
 _VIEWPOINTS = flags.DEFINE_enum(
     "viewpoints",
     "none",
-    list(experiments.VIEWPOINT_SPLITS),
+    list(names.VIEWPOINT_SPLITS),
     "Train on familiar viewpoints only (sec. 5.1).",
 )
 _CNN_BASELINE = flags.DEFINE_boolean(
@@ -98,27 +110,13 @@ _MULTI_CROP = flags.DEFINE_boolean(
 )
 
 
-class StopAtError(keras.callbacks.Callback):
-    """Stops training once the error on `data` is at most `target` (checked
-    every `every` steps): the paper matches familiar-viewpoint errors."""
-
-    def __init__(self, data, target, every):
-        super().__init__()
-        self.data, self.target, self.every = data, target, every
-        self.reached = None
-
-    def on_train_batch_end(self, batch, logs=None):
-        step = optimizer_step(self.model)
-        if step % self.every:
-            return
-        scores = self.model.evaluate(self.data, verbose=0, return_dict=True)
-        if 1.0 - scores["accuracy"] <= self.target:
-            self.reached = step
-            self.model.stop_training = True
-
-
 def load_train_epochs():
     """The training batches as a function of the epoch (resumable)."""
+    if array_data.in_memory():
+        arrays = array_data.load_arrays(
+            _DATASET.value, "train", _TRAIN_SIZE.value
+        )
+        return runs.epoch_batches(arrays, _BATCH_SIZE.value, runs.SEED.value)
     return datasets.load_matrix_capsule_epochs(
         _DATASET.value,
         _BATCH_SIZE.value,
@@ -130,6 +128,10 @@ def load_train_epochs():
 
 
 def load(split, full_images=False):
+    """The batches of test split `split`, in memory or cached."""
+    if array_data.in_memory():
+        arrays = array_data.load_arrays(_DATASET.value, split, _TEST_SIZE.value)
+        return runs.evaluation_batches(arrays, _BATCH_SIZE.value)
     return datasets.load_matrix_capsule_data(
         _DATASET.value,
         split,
@@ -138,26 +140,12 @@ def load(split, full_images=False):
         _TRAIN_SIZE.value if split == "train" else _TEST_SIZE.value,
         runs.SEED.value,
         full_images,
-    )
+    ).cache()
 
 
 def test_splits():
     novel = _VIEWPOINTS.value != "none"
     return ("test", "test_novel") if novel else ("test",)
-
-
-def multi_crop_accuracy(model):
-    """smallNORB test accuracy with activations averaged over nine crops."""
-    right = total = 0
-    for images, labels in load("test", full_images=True):
-        crops = experiments.test_crops(images)
-        activations = tf.reduce_mean(
-            tf.stack([model(crop, training=False) for crop in crops]), 0
-        )
-        predicted = tf.argmax(activations, -1, output_type=labels.dtype)
-        right += int(tf.reduce_sum(tf.cast(predicted == labels, tf.int32)))
-        total += int(labels.shape[0])
-    return round(right / total, 5)
 
 
 def train_cnn_baseline(image_shape, num_classes, train, tests):
@@ -210,6 +198,16 @@ def build_model(image_shape, num_classes, settings):
     )
 
 
+def check_in_memory_flags():
+    """Raises `app.UsageError` unless the in-memory data (every backend
+    but TensorFlow) hold `--dataset` and its `--viewpoints` split."""
+    array_data.check_dataset(_DATASET.value, "examples.train_matrix_capsules")
+    try:
+        names.check_names(_DATASET.value, _VIEWPOINTS.value)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -218,11 +216,15 @@ def main(argv):
     if _CNN_BASELINE.value and _VIEWPOINTS.value == "none":
         raise app.UsageError("--cnn_baseline needs a --viewpoints split.")
     strategy = runs.set_up(**DEFAULTS)
-    dataset = runs.choice(_DATASET, experiments.DATASETS)
-    image_shape, num_classes = experiments.dataset_info(dataset)
+    dataset = runs.choice(_DATASET, names.DATASETS)
+    if array_data.in_memory():
+        check_in_memory_flags()
+    image_shape, num_classes = names.dataset_info(dataset)
     train = load_train_epochs()
-    tests = {split: load(split).cache() for split in test_splits()}
-    steps_per_epoch = int(train(0).cardinality())
+    tests = {split: load(split) for split in test_splits()}
+    steps_per_epoch = (
+        len(train(0)) if array_data.in_memory() else int(train(0).cardinality())
+    )
     extra = {"routing": settings.get_config()}
     extra_callbacks = []
     if _CNN_BASELINE.value:
@@ -231,7 +233,7 @@ def main(argv):
                 image_shape, num_classes, train, tests
             )
         cnn_accuracy = extra["cnn"]["evaluation"]["test"]["accuracy"]
-        stopper = StopAtError(
+        stopper = matrix_capsule_evaluation.StopAtError(
             tests["test"], 1.0 - cnn_accuracy, steps_per_epoch // 4
         )
         extra_callbacks.append(stopper)
@@ -256,7 +258,9 @@ def main(argv):
         if _CNN_BASELINE.value:
             results["stopped_at_matched_error_step"] = stopper.reached
         if _MULTI_CROP.value and dataset == "smallnorb":
-            accuracy = multi_crop_accuracy(model)
+            accuracy = matrix_capsule_evaluation.multi_crop_accuracy(
+                model, load("test", full_images=True)
+            )
             results["evaluation"] = {"test_multi_crop": {"accuracy": accuracy}}
         return results
 
@@ -275,15 +279,18 @@ def main(argv):
     runs.export_serving(
         model,
         _EXPORT_DIR.value,
-        tf.TensorSpec((None, *image_shape), tf.float32, "images"),
+        lambda: fitting.tensor_spec((None, *image_shape), "float32", "images"),
         serve=lambda images: activations_and_classes(model, images),
     )
 
 
 def activations_and_classes(model, images):
     """The serving outputs: `{"activations", "class_ids"}`."""
-    activations = tf.cast(model(images, training=False), tf.float32)
-    return {"activations": activations, "class_ids": tf.argmax(activations, -1)}
+    activations = keras.ops.cast(model(images, training=False), "float32")
+    return {
+        "activations": activations,
+        "class_ids": keras.ops.argmax(activations, -1),
+    }
 
 
 if __name__ == "__main__":

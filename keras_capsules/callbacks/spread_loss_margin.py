@@ -59,7 +59,9 @@ class _MarginMetric(keras.metrics.Metric):
         pass
 
     def result(self):
-        return keras.ops.convert_to_tensor(self.margin)
+        # A copy: on JAX the variable's buffer is handed to the next
+        # compiled step (validation's too), which deletes this one.
+        return keras.ops.copy(keras.ops.convert_to_tensor(self.margin))
 
     def reset_state(self):
         pass

@@ -3,7 +3,8 @@
 In memory and on every Keras backend: the procedural shapes, the
 principal projection, `load_image_arrays` from a prepared-array file
 (`save_image_arrays`) and the epochs of in-memory arrays
-(`ArrayBatches`, `array_epoch_batches`). The TFDS loaders and the papers'
+(`ArrayBatches`, `array_epoch_batches`) with random shifts
+(`shift_images`). The TFDS loaders and the papers'
 `tf.data` pipelines need TensorFlow installed (with any backend): with
 it they import with the package; without it, their first use raises an
 ImportError that names what to install.
@@ -13,6 +14,7 @@ from keras_capsules.datasets.array_epochs import (
     ArrayBatches,
     array_epoch_batches,
 )
+from keras_capsules.datasets.array_shifts import shift_images
 from keras_capsules.datasets.image_arrays import (
     load_image_arrays,
     save_image_arrays,
@@ -102,5 +104,6 @@ __all__ = [
     "parse_tree",
     "render_shapes",
     "save_image_arrays",
+    "shift_images",
     "sst_dataset",
 ]

@@ -21,6 +21,9 @@ class ArrayBatches(keras.utils.PyDataset):
             (default: as stored); its length sets the batches.
         drop_remainder: bool, leave out a last batch smaller than
             `batch_size`.
+        transform: optional function `(batch, index) -> batch` applied to
+            each batch (a tuple of arrays) and its index, e.g. a random
+            augmentation seeded with the index.
 
     Each item is a tuple of the batch of each array (a single array for
     one array).
@@ -32,8 +35,16 @@ class ArrayBatches(keras.utils.PyDataset):
         (3, (array([4]), array([40])))
     """
 
-    def __init__(self, arrays, batch_size, order=None, drop_remainder=False):
+    def __init__(
+        self,
+        arrays,
+        batch_size,
+        order=None,
+        drop_remainder=False,
+        transform=None,
+    ):
         super().__init__()
+        self.transform = transform
         self.arrays = tuple(np.asarray(array) for array in arrays)
         counts = {len(array) for array in self.arrays}
         if len(counts) != 1:
@@ -59,14 +70,18 @@ class ArrayBatches(keras.utils.PyDataset):
         start = index * self.batch_size
         rows = self.order[start : start + self.batch_size]
         batch = tuple(array[rows] for array in self.arrays)
+        if self.transform is not None:
+            batch = tuple(self.transform(batch, index))
         return batch if len(batch) > 1 else batch[0]
 
 
-def array_epoch_batches(arrays, batch_size, seed, drop_remainder=False):
+def array_epoch_batches(
+    arrays, batch_size, seed, drop_remainder=False, augment=None
+):
     """Returns the batches of the rows of `arrays` as a function of the
     epoch: `of_epoch(epoch)` is an `ArrayBatches` in an order drawn from
     `(seed, epoch)` alone (NumPy's generator), the same on every backend
-    and in every process.
+    and in every process; `augment` draws from `(seed, epoch, batch)`.
 
     Args:
         arrays: a tuple of arrays with as many rows each.
@@ -74,6 +89,10 @@ def array_epoch_batches(arrays, batch_size, seed, drop_remainder=False):
         seed: int >= 0, the run's seed.
         drop_remainder: bool, leave out the last batch if it is smaller
             than `batch_size`.
+        augment: optional function `(batch, rng) -> batch` of a batch (a
+            tuple of arrays) and a `numpy.random.Generator` seeded with
+            `(seed, epoch, batch index)`, e.g. `shift_images`' random
+            shifts.
 
     Examples:
 
@@ -87,7 +106,18 @@ def array_epoch_batches(arrays, batch_size, seed, drop_remainder=False):
     count = len(arrays[0])
 
     def of_epoch(epoch):
-        order = np.random.default_rng([seed, int(epoch)]).permutation(count)
-        return ArrayBatches(arrays, batch_size, order, drop_remainder)
+        epoch = int(epoch)
+        order = np.random.default_rng([seed, epoch]).permutation(count)
+        transform = None
+        if augment is not None:
+
+            def transform(batch, index):
+                return augment(
+                    batch, np.random.default_rng([seed, epoch, index])
+                )
+
+        return ArrayBatches(
+            arrays, batch_size, order, drop_remainder, transform
+        )
 
     return of_epoch

@@ -25,30 +25,19 @@ import tensorflow_datasets as tfds
 
 from keras_capsules.datasets import epoch_order
 from keras_capsules.datasets.capsnet_experiments import load_experiment_arrays
-from keras_capsules.datasets.procedural_shapes import SHAPE_NAMES
+from keras_capsules.datasets.matrix_capsule_names import (
+    CROP,
+    SMALLNORB_SIZE,
+    check_names,
+)
 
-DATASETS = ("smallnorb", "mnist", "fashion_mnist", "procedural_shapes")
-VIEWPOINT_SPLITS = ("none", "azimuth", "elevation", "rotation")
 # smallNORB azimuth ids are multiples of 20 degrees: 300-40 degrees.
 _FAMILIAR_AZIMUTHS = (15, 16, 17, 0, 1, 2)
 _FAMILIAR_ELEVATIONS = (0, 1, 2)
-_SMALLNORB_SIZE, _CROP = 48, 32
+_SMALLNORB_SIZE, _CROP = SMALLNORB_SIZE, CROP
 # Random brightness and contrast of training crops (the paper gives no
 # ranges; these are moderate for standardised images).
 _MAX_BRIGHTNESS, _CONTRAST_RANGE = 0.2, (0.8, 1.2)
-
-
-def dataset_info(name):
-    """Returns `(image_shape, num_classes)` of what the model sees."""
-    if name not in DATASETS:
-        raise ValueError(
-            f"Unknown dataset {name!r}. Expected one of {DATASETS}."
-        )
-    if name == "smallnorb":
-        return (_CROP, _CROP, 1), 5
-    if name == "procedural_shapes":
-        return (28, 28, 1), len(SHAPE_NAMES)
-    return (28, 28, 1), 10
 
 
 def standardize_smallnorb(features):
@@ -142,24 +131,6 @@ def _smallnorb(split, viewpoints, size):
     return data.map(standardize_smallnorb, tf.data.AUTOTUNE)
 
 
-def _check_names(name, viewpoints):
-    if viewpoints not in VIEWPOINT_SPLITS:
-        raise ValueError(
-            f"Unknown viewpoint split {viewpoints!r}. Expected one of "
-            f"{VIEWPOINT_SPLITS}."
-        )
-    dataset_info(name)
-    allowed = {
-        "smallnorb": ("azimuth", "elevation"),
-        "procedural_shapes": ("rotation",),
-    }.get(name, ())
-    if viewpoints != "none" and viewpoints not in allowed:
-        raise ValueError(
-            f"{name!r} has no {viewpoints!r} viewpoint split. Expected one "
-            f"of {('none',) + allowed}."
-        )
-
-
 def load_matrix_capsule_data(
     name,
     split,
@@ -175,13 +146,13 @@ def load_matrix_capsule_data(
     every epoch is a function of its number.
 
     Args:
-        name: one of `DATASETS`.
+        name: one of `matrix_capsule_names.DATASETS`.
         split: `"train"`, `"test"`, or with a viewpoint split (and for
             `procedural_shapes`) `"test_novel"`.
         batch_size: int.
-        viewpoints: one of `VIEWPOINT_SPLITS`: `"azimuth"`, `"elevation"`
-            (smallNORB) or `"rotation"` (procedural shapes; its splits are
-            always by rotation).
+        viewpoints: one of `matrix_capsule_names.VIEWPOINT_SPLITS`:
+            `"azimuth"`, `"elevation"` (smallNORB) or `"rotation"`
+            (procedural shapes; its splits are always by rotation).
         size: optional int, keep only the first examples.
         seed: int, shuffling and augmentation seed.
         full_images: bool, smallNORB test images at 48x48 (for
@@ -195,7 +166,7 @@ def load_matrix_capsule_data(
         >>> [tuple(images.shape) for images, _ in data]
         [(4, 28, 28, 1), (4, 28, 28, 1)]
     """
-    _check_names(name, viewpoints)
+    check_names(name, viewpoints)
     training = split == "train"
     if name == "smallnorb":
         data = _smallnorb(split, viewpoints, size)
@@ -245,7 +216,7 @@ def load_matrix_capsule_epochs(
         >>> len(list(epoch_batches(0)))
         2
     """
-    _check_names(name, viewpoints)
+    check_names(name, viewpoints)
     shuffled = epoch_order.epoch_batches(
         _training_arrays(name, viewpoints, size, seed),
         batch_size,

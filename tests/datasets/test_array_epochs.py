@@ -58,3 +58,26 @@ class ArrayEpochBatchesTest(every_backend.TestCase):
         self.assertAllEqual(
             np.random.default_rng([5, 1]).permutation(10), orders[1]
         )
+
+
+class AugmentedEpochsTest(every_backend.TestCase):
+    def _noise(self, batch, rng):
+        # Adds a draw of the generator to each row: which generator each
+        # batch gets shows in its values.
+        rows, labels = batch
+        return rows + rng.uniform(size=rows.shape), labels
+
+    def test_each_batch_draws_from_seed_epoch_and_index(self):
+        rows = np.zeros((6, 2))
+        of_epoch = datasets.array_epoch_batches(
+            (rows, np.arange(6)), 2, seed=3, augment=self._noise
+        )
+        first = of_epoch(1)[2]
+        self.assertAllEqual(first[0], of_epoch(1)[2][0])  # repeatable
+        want = np.random.default_rng([3, 1, 2]).uniform(size=(2, 2))
+        self.assertAllEqual(first[0], want)
+        self.assertNotAllClose(of_epoch(2)[2][0], first[0])
+        self.assertNotAllClose(of_epoch(1)[1][0], first[0])
+        # The labels follow the epoch's order, untouched.
+        order = np.random.default_rng([3, 1]).permutation(6)
+        self.assertAllEqual(first[1], order[4:6])

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_capsules.datasets import matrix_capsule_experiments as experiments
+from keras_capsules.datasets import matrix_capsule_names
 
 
 def records(count=36):
@@ -110,7 +111,7 @@ class PipelineTest(tf.test.TestCase):
 
     def test_rejects_unknown_names(self):
         with self.assertRaisesRegex(ValueError, "Unknown dataset"):
-            experiments.dataset_info("cifar")
+            matrix_capsule_names.dataset_info("cifar")
         with self.assertRaisesRegex(ValueError, "Unknown viewpoint"):
             experiments.load_matrix_capsule_data("mnist", "train", 8, "pose")
         with self.assertRaisesRegex(ValueError, "no 'azimuth' viewpoint"):

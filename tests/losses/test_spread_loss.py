@@ -86,6 +86,26 @@ class SpreadLossMarginTest(TestCase):
             history["spread_margin"], [0.2, 0.375, 0.55, 0.725, 0.9]
         )
 
+    def test_the_margin_logged_survives_validation(self):
+        # On JAX, validation's compiled step takes over the metric
+        # variables' buffers: a logged margin that was the variable's own
+        # buffer was deleted before the epoch's end read it.
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+        loss = losses.SpreadLoss()
+        model.compile(keras.optimizers.SGD(0.0), loss, jit_compile="auto")
+        x = np.array([[0.5, -1.0]], "float32")
+        y = np.array([1])
+        schedule = callbacks.SpreadLossMargin(loss, total_steps=2)
+        history = model.fit(
+            x,
+            y,
+            epochs=3,
+            validation_data=(x, y),
+            callbacks=[schedule],
+            verbose=0,
+        ).history
+        self.assertAllClose(history["spread_margin"], [0.2, 0.55, 0.9])
+
     def test_sigmoid_margin_follows_the_official_formula_by_step(self):
         loss = losses.SpreadLoss()
         schedule = callbacks.SigmoidSpreadLossMargin(loss)
