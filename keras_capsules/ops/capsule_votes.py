@@ -181,11 +181,19 @@ def conv_capsule_votes(patches, kernel):
         ),
         (slots, -1, d_in),
     )
-    votes = ops.reshape(
-        dtype_keeping.matmul(by_slot, _kernel_by_slot(kernel)),
-        (size, size, child_types, batch, rows, columns, d_cov, types, d_out),
+    # (K K B, b H' W', d_cov, C, d_out) -> (b H' W', C, K K B, d_cov, d_out):
+    # five axes, so that LiteRT's builtin transpose (at most 6) takes it.
+    votes = ops.transpose(
+        ops.reshape(
+            dtype_keeping.matmul(by_slot, _kernel_by_slot(kernel)),
+            (slots, -1, d_cov, types, d_out),
+        ),
+        (1, 3, 0, 2, 4),
     )
-    return ops.transpose(votes, (3, 4, 5, 7, 0, 1, 2, 6, 8))
+    return ops.reshape(
+        votes,
+        (batch, rows, columns, types, size, size, child_types, d_cov, d_out),
+    )
 
 
 def conv_capsule_vote_means(patches, kernel, weights):
@@ -228,14 +236,13 @@ def conv_capsule_vote_means(patches, kernel, weights):
     rows, columns, size, _, child_types, d_cov, d_in = patches.shape[1:]
     types, d_out = kernel.shape[3], kernel.shape[5]
     slots = size * size * child_types
+    # Four axes (b H' W', K K B, d_cov, d_in): LiteRT's builtin slices and
+    # broadcasts take at most 5.
+    weighted = ops.reshape(patches, (-1, slots, d_cov, d_in)) * ops.reshape(
+        weights, (-1, slots, 1, 1)
+    )
     weighted = ops.reshape(
-        ops.transpose(
-            ops.reshape(
-                patches * weights[..., None, None], (-1, slots, d_cov, d_in)
-            ),
-            (0, 2, 1, 3),
-        ),
-        (-1, slots * d_in),
+        ops.transpose(weighted, (0, 2, 1, 3)), (-1, slots * d_in)
     )
     kernel = ops.reshape(_kernel_by_slot(kernel), (slots * d_in, types * d_out))
     sums = ops.transpose(

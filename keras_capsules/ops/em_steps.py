@@ -5,6 +5,8 @@ share."""
 
 import math
 
+import keras
+import numpy as np
 from keras import ops
 
 from keras_capsules.ops.compilation import compiled_by_xla, written_once
@@ -22,6 +24,38 @@ def _standardize(cost):
     mean = ops.mean(cost, axis=-1, keepdims=True)
     variance = ops.mean(ops.square(cost - mean), axis=-1, keepdims=True)
     return (cost - mean) / ops.sqrt(variance + _COST_VARIANCE_EPSILON)
+
+
+def _cost_less_common_part(beta_u, variances, total, cost_options):
+    """`(batch, P, J)` costs less a part common to the J parent types at
+    each position, which their z-scores do not see, formed without that
+    part: in float32 the costs are often far larger than their spread
+    across the types (variances near the floor make every `log sigma`
+    nearly equal), and subtracting their mean from them would leave
+    rounding error of the spread's size.
+
+    With `r^h` the types' mean variance and `beta` their mean `beta_u`,
+    each `sum_h (beta_u + log sigma^h)` is `S + d_j`: `S = sum_h (beta +
+    1/2 log r^h)` common, `d_j = sum_h (beta_u_j - beta + 1/2 log(
+    sigma_j^h^2 / r^h))` small (a ratio near 1 keeps its rounding near
+    float32's epsilon; ONNX has no log1p). The cost `(S + d_j) T_j` (`T_j =
+    sum_i R_ij`) less the common `S mean_k T_k` is `S (T_j - mean_k T_k)
+    + d_j T_j`; per mass, the cost less `S` is `d_j`."""
+    tiny = np.finfo(keras.backend.standardize_dtype(variances.dtype)).tiny
+    reference = ops.maximum(ops.mean(variances, axis=2, keepdims=True), tiny)
+    mean_beta_u = ops.mean(beta_u)
+    # (batch, P, 1): S; (batch, P, J): d_j.
+    common = ops.sum(mean_beta_u + 0.5 * ops.log(reference), axis=-1)
+    deviation = ops.sum(
+        (beta_u - mean_beta_u)[:, None] + 0.5 * ops.log(variances / reference),
+        axis=-1,
+    )
+    if cost_options.cost_per_mass:
+        cost = deviation
+    else:
+        mean_total = ops.mean(total, axis=-1, keepdims=True)
+        cost = common * (total - mean_total) + deviation * total
+    return cost * cost_options.cost_scale
 
 
 def m_step(
@@ -61,13 +95,16 @@ def m_step(
         with_distances,
         gradient_probe,
     )
-    # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
-    cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
-    if not cost_options.cost_per_mass:
-        cost = cost * total
-    cost = cost * cost_options.cost_scale
     if cost_options.standardize_costs:
-        cost = _standardize(cost)
+        cost = _standardize(
+            _cost_less_common_part(beta_u, variances, total, cost_options)
+        )
+    else:
+        # cost^h = (beta_u + log sigma^h) sum_i R_ij, summed over h.
+        cost = ops.sum(beta_u[:, None] + 0.5 * ops.log(variances), axis=-1)
+        if not cost_options.cost_per_mass:
+            cost = cost * total
+        cost = cost * cost_options.cost_scale
     logits = inverse_temperature * (
         cost_options.activation_bias_gain * beta_a - cost
     )

@@ -15,22 +15,12 @@ from keras_capsules import models
 
 # Between a runtime's outputs and Keras's: float32 sums in another order.
 TOLERANCE = 1e-4
-# EM routing's three iterations carry that rounding further: on
-# TensorFlow alone, small_matrix_capsnet's outputs are 8.0e-3 apart
-# between eager and XLA runs of the same weights (measured).
-TOLERANCES = {"small_matrix_capsnet": 2e-2}
-# What does not export yet, as `(exception, message)`: the matrix-capsule
-# model converts to LiteRT only with Select TensorFlow ops (its
-# convolutional EM routing transposes and slices 8-D tensors; builtin
-# ops take at most 6 and 5 dimensions), which the builtin interpreter
-# refuses. A case listed here fails this test once it exports, so that
-# the list stays true.
-KNOWN_GAPS = {
-    ("small_matrix_capsnet", "litert"): (
-        RuntimeError,
-        "Select TensorFlow op",
-    ),
-}
+# small_matrix_capsnet's float32 outputs are themselves 3.3e-4 from its
+# float64 outputs at these weights and inputs (measured; 3.7e-3 before
+# EM's standardised costs were formed without their common part): the
+# runtimes, summing in other orders, land within that of Keras (2.2e-4
+# to 3.2e-4 measured).
+TOLERANCES = {"small_matrix_capsnet": 1e-3}
 
 
 def _models():
@@ -99,13 +89,7 @@ class ExportFormatsTest(parameterized.TestCase):
         rng = np.random.default_rng(0)
         images = rng.uniform(size=(2, *image_shape)).astype("float32")
         want = keras.ops.convert_to_numpy(model(images))
-        folder = tempfile.mkdtemp()
-        gap = KNOWN_GAPS.get((name, form))
-        if gap is not None:
-            with self.assertRaisesRegex(*gap):
-                FORMATS[form](model, images, folder)
-            return
-        got = np.asarray(FORMATS[form](model, images, folder))
+        got = np.asarray(FORMATS[form](model, images, tempfile.mkdtemp()))
         tolerance = TOLERANCES.get(name, TOLERANCE)
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 

@@ -158,6 +158,32 @@ class EMRoutingTest(TestCase):
         self.assertAllClose(result[1], expected[1], rtol=1e-6, atol=1e-3)
         self.assertAllClose(result[2], expected[2], rtol=1e-3, atol=1e-8)
 
+    def test_float32_standardized_costs_of_nearly_equal_parents_match(self):
+        # Variances 2,000 times smaller than the floor: every parent's cost
+        # is about -1,100 and they differ by about 1e-3. Subtracting the
+        # costs' mean from the costs left float32 rounding of the spread's
+        # size (1.0e-3 in the activations, measured); forming the
+        # differences without the common part leaves 9e-5.
+        rng = np.random.default_rng(7)
+        shape = (2, 32, 8, 16)
+        votes = 0.3 + 1e-3 * rng.normal(size=shape)
+        votes = votes.astype("float32").astype("float64")
+        activations = rng.uniform(0.5, 1.0, shape[:2]).astype("float32")
+        beta = np.zeros(8)
+        options = {"standardize_costs": True, "variance_floor": 5e-4}
+        lambdas = (1.0, 1.0, 1.0)
+        expected = reference(votes, activations, beta, beta, lambdas, **options)
+        result = capsule_ops.em_routing(
+            votes.astype("float32"),
+            activations,
+            beta,
+            beta,
+            lambdas,
+            cost=ActivationCost(**options),
+        )
+        self.assertGreater(np.std(expected[0]), 0.1)  # parents tell apart
+        self.assertAllClose(result[0], expected[0], rtol=0, atol=3e-4)
+
     @parameterized.named_parameters(
         (f"{name}_{dtype}", lambdas, options, dtype, tolerance)
         for name, lambdas, options in COST_OPTIONS
