@@ -54,8 +54,10 @@ class PresenceScores(keras.layers.Layer):
     def _repeat(self, x):
         if self.repeats == 1:
             return x
+        # expand_dims, not a new-axis slice: LiteRT's builtin ops take no
+        # new-axis slice of a tensor of unknown size.
         return ops.reshape(
-            ops.repeat(x[:, :, None], self.repeats, axis=2),
+            ops.repeat(ops.expand_dims(x, 2), self.repeats, axis=2),
             (ops.shape(x)[0], -1),
         )
 

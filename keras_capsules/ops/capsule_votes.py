@@ -83,10 +83,18 @@ def capsule_votes(poses, kernel, bias=None, shared=False):
                 ops.reshape(ops.transpose(bias, (1, 0, 2)), (d_cov, -1)),
             )
         votes = dtype_keeping.matmul(rows, kernel)
-        votes = ops.reshape(
-            votes, (batch, num_inputs, d_cov, num_outputs, d_out)
-        )
-        votes = ops.transpose(votes, (0, 1, 3, 2, 4))
+        if d_cov == 1:
+            # The transpose below would move only an axis of size 1: one
+            # reshape does it. (tf2onnx turns that transpose into a second
+            # reshape whose dimensions it then takes from the wrong tensor.)
+            votes = ops.reshape(
+                votes, (batch, num_inputs, num_outputs, d_cov, d_out)
+            )
+        else:
+            votes = ops.reshape(
+                votes, (batch, num_inputs, d_cov, num_outputs, d_out)
+            )
+            votes = ops.transpose(votes, (0, 1, 3, 2, 4))
     else:
         # One (b c, d) @ (d, j h) product per input capsule i; an einsum
         # "bicd,ijdh->bijch" picks a slower plan in TensorFlow.

@@ -184,7 +184,9 @@ def _iterate_as_products(
         )
         # M-step means and variances (lines 17-18), two passes: a parent
         # that settles on one tight cluster keeps its small variance.
-        weights = ops.transpose(use, (0, 2, 1))[:, :, None, :]  # (b, j, 1, i)
+        # (b, j, 1, i); expand_dims, not a new-axis slice: LiteRT's builtin
+        # ops take no new-axis slice of unknown size.
+        weights = ops.expand_dims(ops.transpose(use, (0, 2, 1)), 2)
         total_use = ops.sum(use, axis=1)[:, :, None] + epsilon
         means = small_matmul(weights, votes)[:, :, 0] / total_use
         squared_deviations = ops.square(votes - means[:, :, None, :])

@@ -39,14 +39,16 @@ def input_presence(scores, mask, dtype):
     presence = ops.sigmoid(ops.cast(scores, dtype))
     if mask is not None:
         presence = presence * ops.cast(mask, dtype)
-    return presence[:, :, None]
+    # expand_dims, not a new-axis slice, in every op here: LiteRT's
+    # builtin ops take no new-axis slice of a tensor of unknown size.
+    return ops.expand_dims(presence, 2)
 
 
 def output_presence(output_mask, batch, num_outputs, dtype):
     """`(batch, 1, n_out)`: 1 for outputs that take part, else 0."""
     if output_mask is None:
         return ops.ones((batch, 1, num_outputs), dtype)
-    return ops.cast(output_mask, dtype)[:, None, :]
+    return ops.expand_dims(ops.cast(output_mask, dtype), 1)
 
 
 def first_responsibility(present, num_inputs):
@@ -61,7 +63,7 @@ def first_responsibility(present, num_inputs):
 def responsibility(output_scores, log_likelihood, present, masked):
     """Line 8 in the log domain: `softmax_j(log f(a_out) + log P)`; masked
     outputs (where `present` is 0, if `masked`) get no share."""
-    logits = ops.log_sigmoid(output_scores)[:, None, :] + log_likelihood
+    logits = ops.expand_dims(ops.log_sigmoid(output_scores), 1) + log_likelihood
     if masked:
         logits = ops.where(present > 0, logits, _MASKED_LOGIT)
     return ops.softmax(logits, axis=-1) * present
