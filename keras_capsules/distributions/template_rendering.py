@@ -80,7 +80,10 @@ def _inverse_linear_parts(poses):
     )
     determinant = sign * tf.maximum(tf.abs(determinant), MIN_ABS_DETERMINANT)
     inverse = tf.stack([tf.stack([d, -b], -1), tf.stack([-c, a], -1)], -2)
-    return inverse / determinant[..., None, None], matrices[..., :2, 2]
+    # expand_dims, not new-axis slices, throughout: LiteRT's builtin ops
+    # take no new-axis slice of a tensor of unknown size.
+    determinant = tf.expand_dims(tf.expand_dims(determinant, -1), -1)
+    return inverse / determinant, matrices[..., :2, 2]
 
 
 def warp_templates(templates, poses, image_size):
@@ -114,7 +117,7 @@ def warp_templates(templates, poses, image_size):
     pixels = tf.reshape(tf.stack([cols, rows], -1), [-1, 2])  # (o, xy)
     inverse, translation = _inverse_linear_parts(poses)  # (b, n, 2, 2)
     plane = tf.einsum(
-        "bnpq,bnoq->bnop", inverse, pixels - translation[..., None, :]
+        "bnpq,bnoq->bnop", inverse, pixels - tf.expand_dims(translation, -2)
     )  # template-plane coordinates of each pixel centre, (b, n, o, xy)
     col = plane[..., 0] * (width / 2.0) + (template_width - 1) / 2.0
     row = plane[..., 1] * (height / 2.0) + (template_height - 1) / 2.0
@@ -135,7 +138,8 @@ def warp_templates(templates, poses, image_size):
     for row_step, row_weight in ((0, row_low), (padded_width, row_high)):
         for col_step, col_weight in ((0, col_low), (1, col_high)):
             tap = tf.gather(table, top_left + row_step + col_step)
-            warped += (row_weight * col_weight)[..., None] * tap  # (b,n,o,k)
+            weight = tf.expand_dims(row_weight * col_weight, -1)
+            warped += weight * tap  # (b, n, o, k)
     batch, num = tf.shape(warped)[0], tf.shape(warped)[1]
     return tf.reshape(warped, [batch, num, height, width, templates.shape[-1]])
 
@@ -163,8 +167,11 @@ def alpha_composite(colours, alphas, presences):
     weights = tf.minimum(
         presences[:, :, None, None, None] * alphas, MAX_ALPHA
     )  # (b, n, H, W, 1)
+    # log(1 - w), not log1p(-w), which ONNX lacks: 1 - w is exact for
+    # w >= 1/2 and within float32's epsilon below, so the two differ by
+    # at most about that epsilon.
     log_transmittance = tf.math.cumsum(
-        tf.math.log1p(-weights), axis=1, exclusive=True, reverse=True
+        tf.math.log(1.0 - weights), axis=1, exclusive=True, reverse=True
     )
     return tf.reduce_sum(colours * weights * tf.exp(log_transmittance), axis=1)
 

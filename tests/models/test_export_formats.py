@@ -1,4 +1,4 @@
-"""Every classifier exports to SavedModel, ONNX and LiteRT, and each file
+"""Every model exports to SavedModel, ONNX and LiteRT, and each file
 predicts in its own runtime what Keras predicts: TensorFlow's
 `saved_model.load`, onnxruntime, and LiteRT's interpreter (builtin ops
 only)."""
@@ -68,6 +68,14 @@ def _models():
     )
     cases["heinsen_image"] = (
         lambda: models.heinsen_image((28, 28, 1), 10, filters=16, num_parts=8),
+        _images((28, 28, 1)),
+    )
+    cases["vae"] = (
+        lambda: models.VariationalAutoencoder((28, 28, 1)),
+        _images((28, 28, 1)),
+    )
+    cases["generative_capsule_autoencoder"] = (
+        lambda: models.generative_capsule_autoencoder((28, 28, 1), seed=0),
         _images((28, 28, 1)),
     )
     for depths in (None, 3):
