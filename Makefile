@@ -33,7 +33,7 @@ EVERY_BACKEND_TESTS := \
 	tests/datasets/test_image_arrays.py \
 	tests/examples/test_train_every_backend.py \
 	tests/examples/test_paper_scripts_every_backend.py \
-	tests/examples/test_gpu_session.py
+	tests/examples/test_gpu_session.py tests/bench/test_bare_step_bench.py
 # What `make test-oldest` runs: every op, layer and bad-input test, the
 # TensorFlow fast paths, the conformance checks (.keras, SavedModel, XLA,
 # mixed precision), the training step that replaces Keras's training

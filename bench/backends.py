@@ -118,12 +118,12 @@ def _time(shape, name):
         "first_step_seconds": round(first_step, 2),
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
-        "device": _device(backend),
-        **_onednn(backend),
+        "device": device_name(backend),
+        **onednn_setting(backend),
     }
 
 
-def _device(backend):
+def device_name(backend):
     """The accelerator Keras runs on (JAX's or PyTorch's GPU), else the
     CPU and its cores."""
     if backend == "jax":
@@ -140,7 +140,7 @@ def _device(backend):
     return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
-def _onednn(backend):
+def onednn_setting(backend):
     """TensorFlow's `TF_ENABLE_ONEDNN_OPTS` where it was set (its oneDNN
     CPU kernels: "1" on, "0" off; unset, TensorFlow decides by the CPU)."""
     setting = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
