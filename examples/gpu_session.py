@@ -62,7 +62,7 @@ _PYTHON_VERSION = flags.DEFINE_string(
 )
 
 # Keras's own needs that the GPU machine's image lacks (it has absl-py,
-# h5py, ml-dtypes, NumPy, rich and JAX).
+# h5py, ml-dtypes, NumPy, rich, typing-extensions and JAX).
 WHEELS = ("keras", "namex", "optree")
 DATASETS = ("mnist", "fashion_mnist")
 # What one command carries to the machine, the repository included.
@@ -114,7 +114,8 @@ def pack(pack_dir, python_version):
         raise ValueError(
             f"The pack holds {size / 2**20:.1f} MiB and the repository "
             f"{repository / 2**20:.1f} MiB; one command carries at most "
-            f"{CARRY_LIMIT_BYTES / 2**20:.0f} MiB. Leave a dataset out."
+            f"{CARRY_LIMIT_BYTES / 2**20:.0f} MiB. Pack fewer datasets "
+            "(`DATASETS`)."
         )
     return size
 
