@@ -15,15 +15,25 @@ from keras_capsules import models
 
 # Between a runtime's outputs and Keras's: float32 sums in another order.
 TOLERANCE = 1e-4
-# small_matrix_capsnet's float32 outputs are themselves 3.3e-4 from its
-# float64 outputs at these weights and inputs (measured; 3.7e-3 before
-# EM's standardised costs were formed without their common part). At
-# initialisation its class votes' variances differ across the ten
-# classes by 8e-5 of their size (coordinate addition, the same for every
-# class, dominates them) and float32 computes them to 5e-7 of it, so the
-# classes' z-scored costs carry 0.6% rounding. The runtimes, summing in
-# other orders, land within that of Keras (2.2e-4 to 3.2e-4 measured).
-TOLERANCES = {"small_matrix_capsnet": 1e-3}
+# At their initial weights some models are nearly constant or badly
+# conditioned in float32, and a comparison there says little: the Heinsen
+# routings' class scores start at 0 whatever the input, capsule
+# regression's spread 2.6e-4 and CapsNet's capsule lengths 1.7e-4, and
+# small_matrix_capsnet's float32 outputs are 3.3e-4 from its float64 ones
+# (its class votes' variances differ across the classes by 8e-5 of their
+# size, dominated by coordinate addition, and float32 computes them to
+# 5e-7 of it; its runtimes were 2.2e-4 to 3.2e-4 from Keras there). Their
+# trainable weights are moved by a random draw first (small_matrix_capsnet
+# then: 9e-8 to 7e-7 from Keras, measured).
+_MOVED_WEIGHTS = (
+    "capsnet",
+    "classifier_heinsen",
+    "classifier_regression",
+    "heinsen_image",
+    "heinsen_sequence_depths_None",
+    "heinsen_sequence_depths_3",
+    "small_matrix_capsnet",
+)
 
 
 def _images(shape):
@@ -148,25 +158,11 @@ def _input_names(model):
 FORMATS = {"saved_model": _saved_model, "onnx": _onnx, "litert": _litert}
 
 
-# Models whose outputs at initialisation are (nearly) the same for every
-# input and class: the Heinsen routings' output scores start at 0, capsule
-# regression's spread 2.6e-4, CapsNet's capsule lengths 1.7e-4. A runtime
-# would match those however wrong.
-_NEAR_CONSTANT_AT_INITIALISATION = (
-    "capsnet",
-    "classifier_heinsen",
-    "classifier_regression",
-    "heinsen_image",
-    "heinsen_sequence_depths_None",
-    "heinsen_sequence_depths_3",
-)
-
-
-def _drawn_weights(model, rng):
-    """Every weight moved by a draw from N(0, 0.3^2)."""
-    model.set_weights(
-        [w + rng.normal(scale=0.3, size=w.shape) for w in model.get_weights()]
-    )
+def _move_weights(model, rng):
+    """Every trainable weight moved by a draw from N(0, 0.3^2)."""
+    for variable in model.trainable_variables:
+        value = keras.ops.convert_to_numpy(variable)
+        variable.assign(value + rng.normal(scale=0.3, size=value.shape))
 
 
 class ExportFormatsTest(parameterized.TestCase):
@@ -182,18 +178,17 @@ class ExportFormatsTest(parameterized.TestCase):
             key: value.astype("float32")
             for key, value in draw_inputs(rng).items()
         }
-        if name in _NEAR_CONSTANT_AT_INITIALISATION:
-            _drawn_weights(model, rng)
+        if name in _MOVED_WEIGHTS:
+            _move_weights(model, rng)
         if len(inputs) == 1:
             want = model(*inputs.values())
         else:
             want = model([inputs[key] for key in _input_names(model)])
         want = keras.ops.convert_to_numpy(want)
-        tolerance = TOLERANCES.get(name, TOLERANCE)
         # Outputs that differ by far more than the tolerance.
-        self.assertGreater(np.std(want), 10 * tolerance)
+        self.assertGreater(np.std(want), 10 * TOLERANCE)
         got = np.asarray(FORMATS[form](model, inputs, tempfile.mkdtemp()))
-        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+        np.testing.assert_allclose(got, want, rtol=TOLERANCE, atol=TOLERANCE)
 
 
 if __name__ == "__main__":
