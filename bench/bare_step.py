@@ -130,6 +130,12 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     backend = keras.backend.backend()
+    if backend not in ("tensorflow", "jax"):
+        raise app.UsageError(
+            "`bench.bare_step` writes bare steps for TensorFlow and JAX. "
+            f"Received KERAS_BACKEND={backend!r}: run it with tensorflow "
+            "or jax."
+        )
     for name in FLAGS.shapes or list(SHAPES):
         shape = SHAPES[name]
         timings = {}

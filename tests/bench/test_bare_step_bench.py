@@ -5,11 +5,15 @@ not tested)."""
 import json
 import subprocess
 import sys
+import unittest
 
 import keras
 from absl.testing import absltest
 
 
+@unittest.skipIf(
+    keras.backend.backend() == "torch", "Bare steps: TensorFlow and JAX."
+)
 class BareStepBenchTest(absltest.TestCase):
     def test_one_case_reports_both_steps(self):
         result = subprocess.run(
