@@ -96,19 +96,7 @@ def _time(shape, name):
     started = time.perf_counter()
     model.train_on_batch(inputs, targets)  # traces and compiles
     first_step = time.perf_counter() - started
-    model.train_on_batch(inputs, targets)
-    steps, best = 1, float("inf")
-    for _ in range(_REPEATS.value):
-        started = time.perf_counter()
-        done = 0
-        while True:
-            model.train_on_batch(inputs, targets)
-            done += 1
-            elapsed = time.perf_counter() - started
-            if done >= steps and elapsed >= _MIN_SECONDS:
-                break
-        steps = done
-        best = min(best, elapsed / done)
+    best = best_seconds_per_step(lambda: model.train_on_batch(inputs, targets))
     return {
         "name": f"backends_{name}",
         "backend": backend,
@@ -121,6 +109,26 @@ def _time(shape, name):
         "device": device_name(backend),
         **onednn_setting(backend),
     }
+
+
+def best_seconds_per_step(run):
+    """The best of `--repeats` timings of `run` after one warm-up step,
+    each repetition at least `_MIN_SECONDS` and as many steps as the one
+    before."""
+    run()
+    steps, best = 1, float("inf")
+    for _ in range(_REPEATS.value):
+        started = time.perf_counter()
+        done = 0
+        while True:
+            run()
+            done += 1
+            elapsed = time.perf_counter() - started
+            if done >= steps and elapsed >= _MIN_SECONDS:
+                break
+        steps = done
+        best = min(best, elapsed / done)
+    return best
 
 
 def device_name(backend):

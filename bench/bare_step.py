@@ -12,21 +12,22 @@ Usage: KERAS_BACKEND=jax python -m bench.bare_step [--shapes=...]
 
 import contextlib
 import json
-import time
 
 import keras
 import numpy as np
 from absl import app, flags
 
-from bench.backends import device_name, onednn_setting
+from bench.backends import (
+    best_seconds_per_step,
+    device_name,
+    onednn_setting,
+)
 from bench.routing_shapes import SHAPES
 
 # `--shapes`, `--repeats` and `--neutral` are `bench.backends`' flags
 # (defined there).
 FLAGS = flags.FLAGS
 _LEARNING_RATE = 1e-3
-# Timed steps per repetition: at least this long.
-_MIN_SECONDS = 1.0
 
 
 def _model_and_inputs(shape):
@@ -106,26 +107,6 @@ def _forms():
     return fast_paths.neutral_forms()
 
 
-def seconds_per_step(run):
-    """The best of `--repeats` timings of `run` (after two warm-up
-    steps, the first compiling)."""
-    run()
-    run()
-    steps, best = 1, float("inf")
-    for _ in range(FLAGS.repeats):
-        started = time.perf_counter()
-        done = 0
-        while True:
-            run()
-            done += 1
-            elapsed = time.perf_counter() - started
-            if done >= steps and elapsed >= _MIN_SECONDS:
-                break
-        steps = done
-        best = min(best, elapsed / done)
-    return best
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -143,7 +124,9 @@ def main(argv):
             for kind, make in (("keras", keras_step), ("bare", bare_step)):
                 keras.utils.set_random_seed(0)
                 model, inputs = _model_and_inputs(shape)
-                timings[kind] = seconds_per_step(make(model, inputs))
+                run = make(model, inputs)
+                run()  # traces and compiles
+                timings[kind] = best_seconds_per_step(run)
         print(
             json.dumps(
                 {
