@@ -15,7 +15,9 @@ is a `d_cov x d` matrix (a vector capsule is `1 x d`); every family votes
 `V[i, j] = P[i] W[i, j]` (`ops.capsule_votes`). A masked input capsule
 (mask False, or a Keras mask) changes no output.
 
-`DynamicRouting`, `MatrixCapsuleEMRouting`, `HeinsenRouting` (their base,
+`DynamicRouting`, `MatrixCapsuleEMRouting`, `HeinsenRouting`,
+`SelfAttentionRouting`, `InvertedAttentionRouting`,
+`VariationalBayesRouting`, `SelfRouting` and `UniformRouting` (their base,
 `CapsuleRouting`, holds what they share) and `ConvMatrixCapsules` speak
 the contract, and the primary stages `PrimaryCapsules` and
 `PrimaryMatrixCapsules` produce it. One backbone therefore takes any
@@ -40,6 +42,9 @@ from keras_capsules.layers.generative_capsule_decoder import (
 )
 from keras_capsules.layers.heinsen_routing import HeinsenRouting
 from keras_capsules.layers.induced_set_attention import InducedSetAttention
+from keras_capsules.layers.inverted_attention_routing import (
+    InvertedAttentionRouting,
+)
 from keras_capsules.layers.matrix_capsule_em_routing import (
     MatrixCapsuleEMRouting,
 )
@@ -50,6 +55,12 @@ from keras_capsules.layers.presence_scores import PresenceScores
 from keras_capsules.layers.primary_capsules import PrimaryCapsules
 from keras_capsules.layers.primary_matrix_capsules import (
     PrimaryMatrixCapsules,
+)
+from keras_capsules.layers.self_attention_routing import SelfAttentionRouting
+from keras_capsules.layers.self_routing import SelfRouting
+from keras_capsules.layers.uniform_routing import UniformRouting
+from keras_capsules.layers.variational_bayes_routing import (
+    VariationalBayesRouting,
 )
 
 # Registers the adapters of the layers' former forms with Keras.
@@ -71,9 +82,14 @@ __all__ = [
     "GenerativeCapsuleDecoder",
     "HeinsenRouting",
     "InducedSetAttention",
+    "InvertedAttentionRouting",
     "MatrixCapsuleEMRouting",
     "PoolingByMultiheadAttention",
     "PresenceScores",
     "PrimaryCapsules",
     "PrimaryMatrixCapsules",
+    "SelfAttentionRouting",
+    "SelfRouting",
+    "UniformRouting",
+    "VariationalBayesRouting",
 ]

@@ -1,16 +1,15 @@
 """Fully connected capsules routed by agreement (Sabour et al. 2017)."""
 
 import keras
-from keras import ops
 
 from keras_capsules.layers.capsule_routing import (
     SHARE_WEIGHTS_HINT,
     CapsuleRouting,
-    routing_dtype,
 )
+from keras_capsules.layers.vector_votes import as_poses, vector_votes
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.dynamic_routing import dynamic_routing
-from keras_capsules.ops.squash import safe_norm, squashed_length_logit
+from keras_capsules.ops.squash import squashed_length_logit
 
 # Sabour et al. do not give an initialisation. A normal of std 0.1 gives
 # CapsNet's output capsules lengths around 0.5 at the start, away from both
@@ -94,24 +93,10 @@ class DynamicRouting(CapsuleRouting):
     def _route(self, logits, poses, mask):
         # Route in float32 (float64 under a float64 policy): float16
         # agreement sums lose precision.
-        votes = ops.cast(self.capsule_votes(poses), routing_dtype(self))
-        if logits is not None:  # u_i = sigmoid(logit_i) P_i / |P_i|.
-            lengths = ops.sigmoid(logits) / safe_norm(
-                ops.cast(poses, routing_dtype(self)), axis=(-2, -1)
-            )
-            votes = votes * lengths[:, :, None, None, None]
-        shape = ops.shape(votes)
-        d_cov, d_out = votes.shape[-2], votes.shape[-1]
         capsules = dynamic_routing(
-            ops.reshape(
-                votes, (shape[0], shape[1], self.num_capsules, d_cov * d_out)
-            ),
-            self.num_iterations,
-            mask=mask,
+            vector_votes(self, logits, poses), self.num_iterations, mask=mask
         )
-        capsules = ops.reshape(
-            capsules, (shape[0], self.num_capsules, d_cov, d_out)
-        )
+        capsules = as_poses(self, capsules, poses.shape[-2])
         return squashed_length_logit(capsules, axis=(-2, -1)), capsules
 
     def get_config(self):

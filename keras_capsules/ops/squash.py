@@ -125,3 +125,38 @@ def squashed_length_logit(capsules, axis=-1):
     # log(1 - |v|) rather than `log1p` (ONNX has no such op): its error,
     # half an ulp of 1, is what the length's own rounding costs the logit.
     return ops.log(length) - ops.log(1.0 - length)
+
+
+def exponential_squash(vectors, axis=-1):
+    """Shrinks vectors to length < 1, keeping direction (Mazzia et al.
+    2021, Efficient-CapsNet, eq. 2).
+
+    ```none
+    v = (1 - exp(-|s|)) s / |s|
+    ```
+
+    The length `1 - exp(-|s|)` grows like `|s|` near 0 (Sabour's squash
+    grows like `|s|^2`), so small capsules keep a gradient. Computed as
+    `-expm1(-|s|) / |s|` with `safe_norm`: a zero vector maps to zero with
+    finite gradients. float16 and bfloat16 are computed in float32 and
+    returned in their dtype. `squashed_length_logit` gives its length's
+    logit, `log(exp(|s|) - 1)`.
+
+    Args:
+        vectors: float tensor of capsules.
+        axis: int, the capsule dimension.
+
+    Returns:
+        A tensor shaped like `vectors`.
+
+    Examples:
+
+        >>> v = exponential_squash(np.array([[3.0, 4.0]]))
+        >>> round(float(ops.norm(v)), 4)  # 1 - exp(-5)
+        0.9933
+    """
+    vectors = ops.convert_to_tensor(vectors)
+    dtype = vectors.dtype
+    vectors = at_least_float32(vectors)
+    norm = safe_norm(vectors, axis=axis, keepdims=True)
+    return ops.cast(-ops.expm1(-norm) / norm * vectors, dtype)
