@@ -5,7 +5,30 @@ import keras
 
 from keras_capsules import layers, losses
 
-ROUTINGS = ("dynamic", "em", "heinsen", "regression")
+ROUTINGS = (
+    "dynamic",
+    "em",
+    "heinsen",
+    "self_attention",
+    "inverted_attention",
+    "variational_bayes",
+    "self_routing",
+    "uniform",
+    "regression",
+)
+# The layers of the families that take no options beyond the kernel's and
+# their iterations; "uniform" and "self_attention" have no iterations.
+_LAYERS = {
+    "dynamic": layers.DynamicRouting,
+    "heinsen": layers.HeinsenRouting,
+    "inverted_attention": layers.InvertedAttentionRouting,
+    "variational_bayes": layers.VariationalBayesRouting,
+}
+_ONE_PASS_LAYERS = {
+    "self_attention": layers.SelfAttentionRouting,
+    "self_routing": layers.SelfRouting,
+    "uniform": layers.UniformRouting,
+}
 
 # EM routing of the class capsules: the library's "standardized" preset
 # (`layers.EMRouting.PRESETS`; docs/guides/matrix-capsules.md), whose
@@ -49,14 +72,12 @@ def _routing_layer(routing, num_classes, capsule_dim, num_iterations):
     if not isinstance(routing, str):
         return routing
     name = "class_capsules"
-    if routing == "dynamic":
-        return layers.DynamicRouting(
-            num_classes, capsule_dim, num_iterations, name=name
+    if routing in _LAYERS:
+        return _LAYERS[routing](
+            num_classes, capsule_dim, num_iterations=num_iterations, name=name
         )
-    if routing == "heinsen":
-        return layers.HeinsenRouting(
-            num_classes, capsule_dim, num_iterations, name=name
-        )
+    if routing in _ONE_PASS_LAYERS:
+        return _ONE_PASS_LAYERS[routing](num_classes, capsule_dim, name=name)
     settings = layers.EMRouting.preset(_EM_PRESET).replace(
         num_iterations=num_iterations
     )
@@ -128,17 +149,24 @@ def capsule_classifier(
     Args:
         image_shape: `(H, W, channels)`.
         num_classes: int, classes.
-        routing: `"dynamic"`, `"em"`, `"heinsen"`, `"regression"`, or a
-            layer that keeps the capsule contract. Defaults to `"heinsen"`.
-            `"em"` routes with the `"standardized"` `layers.EMRouting`
-            (costs standardised across the classes, or, for fewer than 3
-            classes, divided by the number of input capsules).
+        routing: one of `ROUTINGS` (`"dynamic"`, `"em"`, `"heinsen"`,
+            `"self_attention"`, `"inverted_attention"`,
+            `"variational_bayes"`, `"self_routing"`, `"uniform"`,
+            `"regression"`), or a layer that keeps the capsule contract.
+            Defaults to `"heinsen"`. `"em"` routes with the
+            `"standardized"` `layers.EMRouting` (costs standardised across
+            the classes, or, for fewer than 3 classes, divided by the
+            number of input capsules); `"variational_bayes"` adds the
+            authors' batch normalisation of the class logits
+            (`class_logit_norm`).
         backbone: a Keras model (or layer) from images to feature maps
             `(batch, H, W, C)` or to capsules in the contract; None for
             `default_backbone(image_shape)`.
         num_primary_types: int `B`, primary capsule types per position.
         capsule_dim: int, columns of each class capsule's pose.
-        num_iterations: int, routing iterations of the class capsules.
+        num_iterations: int, routing iterations of the class capsules
+            (not used by the one-pass families `"self_attention"`,
+            `"self_routing"` and `"uniform"`).
         name: model name; None for `capsule_classifier_<routing>`.
 
     Returns:
@@ -196,6 +224,12 @@ def capsule_classifier(
         logits, _ = _routing_layer(
             routing, num_classes, capsule_dim, num_iterations
         )(capsules)
+        if routing == "variational_bayes":
+            # The authors batch-normalise VB routing's logits (no scale or
+            # offset): its entropies' scale grows with the pose size.
+            logits = keras.layers.BatchNormalization(
+                center=False, scale=False, name="class_logit_norm"
+            )(logits)
     label = routing if isinstance(routing, str) else type(routing).__name__
     return keras.Model(
         images, logits, name=name or f"capsule_classifier_{label.lower()}"
@@ -203,11 +237,15 @@ def capsule_classifier(
 
 
 def classifier_loss(routing):
-    """Each family's loss on class logits, with class ids as labels: the
-    margin loss for `"dynamic"` (Sabour et al.), the spread loss for
-    `"em"` (Hinton et al.; raise its margin with
-    `callbacks.SpreadLossMargin`), cross-entropy for `"heinsen"`,
-    `"regression"` and any other routing layer.
+    """Each family's loss on class logits, with class ids as labels, as
+    its paper trains it: the margin loss on capsule lengths for
+    `"dynamic"` (Sabour et al.), `"self_attention"` (Mazzia et al.) and
+    `"uniform"`; the spread loss for `"em"` (Hinton et al.; raise its
+    margin with `callbacks.SpreadLossMargin`); the negative log of the
+    true class's activation for `"self_routing"` (Hahn et al.: its class
+    activations sum to 1); cross-entropy for `"heinsen"`,
+    `"inverted_attention"`, `"variational_bayes"`, `"regression"` and any
+    other routing layer.
 
     Examples:
 
@@ -216,8 +254,10 @@ def classifier_loss(routing):
         >>> type(classifier_loss("heinsen")).__name__
         'SparseCategoricalCrossentropy'
     """
-    if routing == "dynamic":
+    if routing in ("dynamic", "self_attention", "uniform"):
         return losses.MarginLoss(from_logits=True)
+    if routing == "self_routing":
+        return losses.ActivationLogLoss(from_logits=True)
     if routing == "em":
         return losses.SpreadLoss(from_logits=True)
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
