@@ -26,7 +26,7 @@ EVERY_BACKEND_TESTS := \
 		tests/layers/test_xla_gradients.py,$(wildcard tests/layers/test_*.py)) \
 	tests/models/test_capsnet.py tests/models/test_capsule_classifier.py \
 	tests/models/test_heinsen.py tests/models/test_matrix_capsnet.py \
-	tests/models/test_paper_backbones.py \
+	tests/models/test_paper_backbones.py tests/models/test_efficient_capsnet.py \
 	tests/test_conformance.py tests/test_imports.py \
 	tests/callbacks \
 	tests/datasets/test_array_epochs.py tests/datasets/test_array_shifts.py \

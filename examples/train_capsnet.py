@@ -1,4 +1,6 @@
-"""Trains the dynamic-routing CapsNet (Sabour, Frosst, Hinton 2017).
+"""Trains the dynamic-routing CapsNet (Sabour, Frosst, Hinton 2017), or
+with `--architecture=efficient_capsnet` Efficient-CapsNet (Mazzia et al.
+2021: self-attention routing, the same decoder and losses).
 
 Datasets: `mnist` and `fashion_mnist` (TFDS), `procedural_shapes` (built
 in), and two generated from MNIST for the paper's experiments:
@@ -12,7 +14,8 @@ it trains on `mnist`, `fashion_mnist` (prepared-array files in
 held in memory; the other datasets need TensorFlow.
 
 `--preset` names the model's sizes (`models.CapsNetConfig.PRESETS`:
-`paper`, the default, or `small`), with any field changed after a colon:
+`paper`, the default, or `small`; `models.EfficientCapsNetConfig.PRESETS`:
+`paper`), with any field changed after a colon:
 `--preset=small:num_iterations=2,decoder_units=128/256`.
 
 `--model_dir` holds a backup that resumes an interrupted run where it
@@ -72,17 +75,34 @@ DEFAULTS = {
 _LEARNING_RATE_DECAY = flags.DEFINE_float(
     "learning_rate_decay", 1.0, "Factor applied to the rate every epoch."
 )
+_ARCHITECTURE = flags.DEFINE_enum(
+    "architecture",
+    "capsnet",
+    ["capsnet", "efficient_capsnet"],
+    "The model: CapsNet or Efficient-CapsNet.",
+)
 _SHIFT_PIXELS = flags.DEFINE_integer(
     "shift_pixels", 2, "Training images shift by up to this many pixels."
 )
 
 
+_CONFIGS = {
+    "capsnet": models.CapsNetConfig,
+    "efficient_capsnet": models.EfficientCapsNetConfig,
+}
+_BUILDERS = {
+    "capsnet": models.capsnet,
+    "efficient_capsnet": models.efficient_capsnet,
+}
+
+
 def config():
-    """The `models.CapsNetConfig` of `--preset`."""
+    """The settings (`models.CapsNetConfig` or
+    `models.EfficientCapsNetConfig`) of `--architecture` and `--preset`."""
     return presets.parse(
         _PRESET.value or DEFAULTS["preset"],
         "preset",
-        models.CapsNetConfig.PRESETS,
+        _CONFIGS[_ARCHITECTURE.value].PRESETS,
     )
 
 
@@ -92,8 +112,8 @@ def check_settings_flags():
 
 
 def build_model(image_shape, num_classes):
-    """The CapsNet of `--preset` (not yet compiled)."""
-    return models.capsnet(image_shape, num_classes, config())
+    """The model of `--architecture` and `--preset` (not yet compiled)."""
+    return _BUILDERS[_ARCHITECTURE.value](image_shape, num_classes, config())
 
 
 def compile_model(model, steps_per_epoch, multi_label):

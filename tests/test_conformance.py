@@ -176,6 +176,12 @@ LAYER_CASES = [
         mask_shape=(6,),
     ),
     conformance.LayerCase(
+        layers.EfficientPrimaryCapsules,
+        {"capsule_dim": 4, "kernel_size": 3},
+        (5, 5, 8),
+        "efficient_primary_capsules",
+    ),
+    conformance.LayerCase(
         layers.PrimaryMatrixCapsules,
         {"num_capsule_types": 3, "kernel_size": 2},
         (5, 4, 2),

@@ -35,6 +35,9 @@ from keras_capsules.layers.conv_matrix_capsules import ConvMatrixCapsules
 from keras_capsules.layers.coordinate_channels import CoordinateChannels
 from keras_capsules.layers.depth_embedding import DepthEmbedding
 from keras_capsules.layers.dynamic_routing import DynamicRouting
+from keras_capsules.layers.efficient_primary_capsules import (
+    EfficientPrimaryCapsules,
+)
 from keras_capsules.layers.em_routing_settings import EMRouting
 from keras_capsules.layers.flatten_capsules import FlattenCapsules
 from keras_capsules.layers.generative_capsule_decoder import (
@@ -78,6 +81,7 @@ __all__ = [
     "DepthEmbedding",
     "DynamicRouting",
     "EMRouting",
+    "EfficientPrimaryCapsules",
     "FlattenCapsules",
     "GenerativeCapsuleDecoder",
     "HeinsenRouting",

@@ -20,6 +20,12 @@ from keras_capsules.models.capsule_classifier import (
     classifier_loss,
     default_backbone,
 )
+from keras_capsules.models.efficient_capsnet import (
+    EfficientCapsNet,
+    EfficientCapsNetConfig,
+    efficient_capsnet,
+    efficient_capsnet_backbone,
+)
 from keras_capsules.models.heinsen import (
     heinsen_image,
     heinsen_sequence,
@@ -74,17 +80,21 @@ else:
     )
 
 __all__ = [
-    "ROUTINGS",
     "CapsNet",
     "CapsNetConfig",
+    "EfficientCapsNet",
+    "EfficientCapsNetConfig",
     "GenerativeCapsuleAutoencoder",
     "GenerativeCapsuleConfig",
+    "ROUTINGS",
     "VariationalAutoencoder",
     "capsnet",
     "capsnet_backbone",
     "capsule_classifier",
     "classifier_loss",
     "default_backbone",
+    "efficient_capsnet",
+    "efficient_capsnet_backbone",
     "expected_presence_count",
     "generative_capsule_autoencoder",
     "heinsen_image",

@@ -55,16 +55,13 @@ class CapsNet(keras.Model):
             )
         self.image_shape = image_shape
         self.num_classes = num_classes
-        self.config = config = CapsNetConfig.get(config)
+        self.config = config = self.CONFIG.get(config)
         self.reconstruction_weight = float(config.reconstruction_weight)
-        # The backbone (`capsnet_backbone`), then the routing head.
-        self.convolution, self.primary_capsules = capsnet_layers(config)
-        self.class_capsules = layers.DynamicRouting(
-            num_classes,
-            config.capsule_dim,
-            num_iterations=config.num_iterations,
-            name="class_capsules",
-        )
+        (
+            self.convolution,
+            self.primary_capsules,
+            self.class_capsules,
+        ) = self._capsule_layers(config, num_classes)
         self.capsule_length = layers.CapsuleLength(name="capsule_length")
         self.capsule_mask = layers.CapsuleMask(name="capsule_mask")
         self.decoder = keras.Sequential(
@@ -85,6 +82,23 @@ class CapsNet(keras.Model):
         self.reconstruction_tracker = keras.metrics.Mean(
             name="reconstruction_loss"
         )
+
+    # The settings' class; a model of the same form with other capsule
+    # layers (`EfficientCapsNet`) names its own.
+    CONFIG = CapsNetConfig
+
+    @staticmethod
+    def _capsule_layers(config, num_classes):
+        """The backbone (`capsnet_backbone`: convolution, primary capsules)
+        and the routing head, each a layer."""
+        convolution, primary_capsules = capsnet_layers(config)
+        class_capsules = layers.DynamicRouting(
+            num_classes,
+            config.capsule_dim,
+            num_iterations=config.num_iterations,
+            name="class_capsules",
+        )
+        return convolution, primary_capsules, class_capsules
 
     def build(self, input_shape):
         shape = tuple(input_shape)
@@ -239,7 +253,7 @@ class CapsNet(keras.Model):
         """The model of `config`; configs of earlier releases gave the
         settings as separate arguments."""
         config = dict(config)
-        names = {field.name for field in dataclasses.fields(CapsNetConfig)}
+        names = {field.name for field in dataclasses.fields(cls.CONFIG)}
         settings = {key: config.pop(key) for key in names & set(config)}
         if "primary_convolution_algorithm" in config:
             settings["convolution_algorithm"] = config.pop(
