@@ -8,7 +8,9 @@ Usage:
 
 Runs whose `results.json` exists are not run again, so an interrupted
 comparison resumes where it stopped; `--table_only` prints the table of
-what has run.
+what has run. `comparison.jsonl` in `--model_dir` gets one line per run
+(dataset, routing, test scores, weights, seconds per epoch, examples per
+second, training accuracy per epoch, flags): the digest the docs keep.
 """
 
 import json
@@ -41,6 +43,11 @@ _ROUTING_NAMES = {
     "dynamic": "dynamic routing (margin loss)",
     "em": "EM routing (spread loss)",
     "heinsen": "Heinsen routing (cross-entropy)",
+    "self_attention": "self-attention routing (margin loss)",
+    "inverted_attention": "inverted dot-product attention (cross-entropy)",
+    "variational_bayes": "variational Bayes routing (cross-entropy)",
+    "self_routing": "self-routing (log-loss of the activation)",
+    "uniform": "uniform routing, no routing (margin loss)",
     "regression": "capsule regression head (log-loss)",
 }
 
@@ -75,6 +82,45 @@ def error(results, split):
     return "" if scores is None else f"{100 * (1 - scores['accuracy']):.2f}%"
 
 
+def digest(dataset, routing, results):
+    """One run's line of `comparison.jsonl`."""
+    flags_used = results["flags"]
+    return {
+        "dataset": dataset,
+        "routing": routing,
+        "evaluation": results["evaluation"],
+        "parameters": results["parameters"],
+        "seconds_per_epoch": results["seconds_per_epoch"],
+        "examples_per_second": results["examples_per_second"],
+        "train_accuracy_per_epoch": [
+            round(value, 5) for value in results["history"]["accuracy"]
+        ],
+        "flags": {
+            name: flags_used[name]
+            for name in (
+                "epochs",
+                "batch_size",
+                "learning_rate",
+                "capsule_dim",
+                "primary_types",
+                "routing_iterations",
+                "seed",
+            )
+            if name in flags_used
+        },
+    }
+
+
+def completed_runs(datasets, routings):
+    """`(dataset, routing, results)` of each run that has results."""
+    for dataset in datasets:
+        for routing in routings:
+            path = os.path.join(run_directory(dataset, routing), "results.json")
+            if os.path.exists(path):
+                with open(path) as file:
+                    yield dataset, routing, json.load(file)
+
+
 def table(datasets, routings):
     """The Markdown table of the runs that have results."""
     lines = [
@@ -82,26 +128,19 @@ def table(datasets, routings):
         "weights | s / epoch | examples / s |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for dataset in datasets:
-        for routing in routings:
-            path = os.path.join(run_directory(dataset, routing), "results.json")
-            if not os.path.exists(path):
-                continue
-            with open(path) as file:
-                results = json.load(file)
-            # The first epoch includes tracing and compiling.
-            seconds = (
-                results["seconds_per_epoch"][1:]
-                or (results["seconds_per_epoch"])
-            )
-            lines.append(
-                f"| {dataset} | {_ROUTING_NAMES[routing]} | "
-                f"{error(results, 'test')} | "
-                f"{error(results, 'test_novel')} | "
-                f"{results['parameters']:,} | "
-                f"{sum(seconds) / len(seconds):.0f} | "
-                f"{results['examples_per_second']:.0f} |"
-            )
+    for dataset, routing, results in completed_runs(datasets, routings):
+        # The first epoch includes tracing and compiling.
+        seconds = (
+            results["seconds_per_epoch"][1:] or (results["seconds_per_epoch"])
+        )
+        lines.append(
+            f"| {dataset} | {_ROUTING_NAMES[routing]} | "
+            f"{error(results, 'test')} | "
+            f"{error(results, 'test_novel')} | "
+            f"{results['parameters']:,} | "
+            f"{sum(seconds) / len(seconds):.0f} | "
+            f"{results['examples_per_second']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -116,6 +155,9 @@ def main(argv):
         for dataset in _DATASETS.value:
             for routing in _ROUTINGS.value:
                 run_one(dataset, routing)
+    with open(os.path.join(_MODEL_DIR.value, "comparison.jsonl"), "w") as f:
+        for run in completed_runs(_DATASETS.value, _ROUTINGS.value):
+            f.write(json.dumps(digest(*run)) + "\n")
     print(table(_DATASETS.value, _ROUTINGS.value))
 
 

@@ -115,6 +115,14 @@ class CompareRoutingTest(tf.test.TestCase):
         cells = [cell.strip() for cell in rows[3].split("|")[1:-1]]
         self.assertRegex(cells[2], r"^\d+\.\d\d%$")  # Test error.
         self.assertRegex(cells[3], r"^\d+\.\d\d%$")  # Novel viewpoints.
+        ((dataset, routing, results),) = compare_routing.completed_runs(
+            ["procedural_shapes"], ["heinsen"]
+        )
+        line = compare_routing.digest(dataset, routing, results)
+        self.assertEqual(line["routing"], "heinsen")
+        self.assertEqual(line["flags"]["epochs"], 1)
+        self.assertLen(line["train_accuracy_per_epoch"], 1)
+        self.assertIn("test_novel", line["evaluation"])
 
 
 if __name__ == "__main__":
