@@ -77,3 +77,51 @@ SHAPES = {
         _grid(32, 6, 8),
     ),
 }
+
+
+def _class_capsules(layer, iterations, passes):
+    """Every family's class capsules at `models.capsule_classifier`'s
+    shapes on 28x28 images: 7x7 positions of 8 primary types (392 4x4
+    poses) -> 10 classes of 4x4, batch 32 (the comparison's)."""
+    return {
+        "layer": layer,
+        "inputs": lambda rng: [
+            rng.normal(size=(32, 392)),
+            rng.normal(size=(32, 392, 4, 4)),
+        ],
+        "batch": 32,
+        "vote_macs": 392 * 10 * 4 * 4 * 4,
+        "vote_elements": 392 * 10 * 16,
+        "iterations": iterations,
+        "passes": passes,
+    }
+
+
+# One routing step of each family side by side (`--shapes=families_...`).
+FAMILY_SHAPES = {
+    "families_dynamic": _class_capsules(
+        lambda: layers.DynamicRouting(10, 4), 3, 2
+    ),
+    "families_em": _class_capsules(
+        lambda: layers.MatrixCapsuleEMRouting(10, 4), 3, 3
+    ),
+    "families_heinsen": _class_capsules(
+        lambda: layers.HeinsenRouting(10, 4), 3, 3
+    ),
+    "families_self_attention": _class_capsules(
+        lambda: layers.SelfAttentionRouting(10, 4), 1, 2
+    ),
+    "families_inverted_attention": _class_capsules(
+        lambda: layers.InvertedAttentionRouting(10, 4), 2, 2
+    ),
+    "families_variational_bayes": _class_capsules(
+        lambda: layers.VariationalBayesRouting(10, 4), 3, 3
+    ),
+    "families_self_routing": _class_capsules(
+        lambda: layers.SelfRouting(10, 4), 1, 1
+    ),
+    "families_uniform": _class_capsules(
+        lambda: layers.UniformRouting(10, 4), 1, 1
+    ),
+}
+SHAPES.update(FAMILY_SHAPES)

@@ -5,8 +5,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import check_rank, check_shape, routing_tensor
+from keras_capsules.ops.log_domain import log_one_minus_exp, masked_log
 
 
 def self_routing(votes, routing_logits, logits, mask=None):
@@ -32,9 +32,9 @@ def self_routing(votes, routing_logits, logits, mask=None):
     so no activation underflows to 0 and no weight divides by 0. A
     routing weight that rounds to 1 gives its parent the largest logit
     the dtype holds, `-log` of its smallest normal number (87 in
-    float32). A masked
-    input capsule (`mask[b, i]` False) counts as `a_i = 0`, so it changes
-    no output; if no input takes part, every output is finite.
+    float32). A masked input capsule (`mask[b, i]` False) counts as `a_i
+    = 0`, so it changes no output; if no input takes part, every output
+    is finite.
 
     Args:
         votes: float `(batch, n_in, n_out, e)` (float16 and bfloat16 route
@@ -75,12 +75,10 @@ def self_routing(votes, routing_logits, logits, mask=None):
     log_activation = ops.log_sigmoid(ops.cast(logits, votes.dtype))  # (b, i)
     if mask is not None:
         check_shape(name, "mask", mask, (batch, num_inputs))
-        log_activation = ops.where(
-            mask, log_activation, _masked_log(dtype_name)
-        )
+        log_activation = ops.where(mask, log_activation, masked_log(dtype_name))
     log_routing = ops.log_softmax(routing_logits, axis=-1)  # (b, i, j)
     log_share = log_activation[:, :, None] + log_routing  # log a_i c_ij
-    log_rest = log_activation[:, :, None] + _log_one_minus_exp(
+    log_rest = log_activation[:, :, None] + log_one_minus_exp(
         log_routing, tiny=float(np.finfo(dtype_name).tiny)
     )
     parent_logits = ops.logsumexp(log_share, axis=1) - ops.logsumexp(
@@ -89,25 +87,3 @@ def self_routing(votes, routing_logits, logits, mask=None):
     weights = ops.softmax(log_share, axis=1)  # c_ij a_i / sum_i c_ij a_i
     poses = ops.einsum("bij,bije->bje", weights, votes)
     return ops.cast(parent_logits, dtype), ops.cast(poses, dtype)
-
-
-def _log_one_minus_exp(x, tiny):
-    """`log(1 - exp(x))` for `x <= 0`, accurate at both ends (Maechler's
-    log1mexp): `log(-expm1(x))` near 0, `log1p(-exp(x))` below -log 2.
-    `1 - exp(x)` is held above `tiny` (the dtype's smallest normal
-    number): an `x` that rounds to 0 gives a large finite result."""
-    near_zero = x > -0.6931471805599453
-    safe_near = ops.where(near_zero, x, -1.0)
-    safe_far = ops.where(near_zero, -1.0, x)
-    complement = -ops.expm1(safe_near)
-    return ops.where(
-        near_zero,
-        ops.log(dtype_keeping.maximum(complement, tiny)),
-        ops.log1p(-ops.exp(safe_far)),
-    )
-
-
-def _masked_log(dtype_name):
-    """A log-activation that `exp` takes to 0 and that sums of a few
-    terms keep finite: a quarter of the dtype's lowest number."""
-    return float(np.finfo(dtype_name).min) / 4

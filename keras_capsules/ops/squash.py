@@ -4,6 +4,7 @@ from keras import ops
 
 from keras_capsules.ops import dtype_keeping
 from keras_capsules.ops.arguments import at_least_float32
+from keras_capsules.ops.log_domain import one_minus_exp
 
 # Inside the square root of a norm: keeps its gradient finite at 0 and is
 # far below the squared length of any capsule that carries information.
@@ -137,10 +138,11 @@ def exponential_squash(vectors, axis=-1):
 
     The length `1 - exp(-|s|)` grows like `|s|` near 0 (Sabour's squash
     grows like `|s|^2`), so small capsules keep a gradient. Computed as
-    `-expm1(-|s|) / |s|` with `safe_norm`: a zero vector maps to zero with
-    finite gradients. float16 and bfloat16 are computed in float32 and
-    returned in their dtype. `squashed_length_logit` gives its length's
-    logit, `log(exp(|s|) - 1)`.
+    `(1 - exp(-|s|)) / |s|` with `safe_norm` (`1 - exp` by
+    `log_domain.one_minus_exp`, accurate near 0): a zero vector maps to
+    zero with finite gradients. float16 and bfloat16 are computed in
+    float32 and returned in their dtype. `squashed_length_logit` gives
+    its length's logit, `log(exp(|s|) - 1)`.
 
     Args:
         vectors: float tensor of capsules.
@@ -159,4 +161,4 @@ def exponential_squash(vectors, axis=-1):
     dtype = vectors.dtype
     vectors = at_least_float32(vectors)
     norm = safe_norm(vectors, axis=axis, keepdims=True)
-    return ops.cast(-ops.expm1(-norm) / norm * vectors, dtype)
+    return ops.cast(one_minus_exp(-norm) / norm * vectors, dtype)

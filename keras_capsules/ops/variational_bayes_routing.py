@@ -17,6 +17,7 @@ from keras_capsules.ops.arguments import (
     routing_tensor,
 )
 from keras_capsules.ops.digamma import digamma
+from keras_capsules.ops.log_domain import masked_log
 
 # The priors of the authors' models (Dirichlet alpha_0 = 1 over the
 # mixing proportions; Normal-Wishart over each parent's mean and diagonal
@@ -105,16 +106,13 @@ def variational_bayes_routing(
     )
     dtype_name = keras.backend.standardize_dtype(votes.dtype)
     # log a_i, held above log(smallest normal) where a_i = 0; a masked
-    # input gets a log-weight that exp takes to 0 (a quarter of the lowest
-    # number, so that sums of a few stay finite).
+    # input gets a log-weight that exp takes to 0.
     log_weight = ops.log(
         dtype_keeping.maximum(activations, float(np.finfo(dtype_name).tiny))
     )
     if mask is not None:
         check_shape(name, "mask", mask, (batch, num_inputs))
-        log_weight = ops.where(
-            mask, log_weight, float(np.finfo(dtype_name).min) / 4
-        )
+        log_weight = ops.where(mask, log_weight, masked_log(dtype_name))
     beta_u, beta_a = (
         ops.cast(
             check_broadcastable(name, label, beta, (num_outputs,)), votes.dtype

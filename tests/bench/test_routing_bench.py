@@ -38,6 +38,20 @@ class RoutingBenchTest(tf.test.TestCase):
             routing.flops_per_example(shape), 3 * (votes + routing_work)
         )
 
+    def test_every_routing_family_has_a_step_at_the_classifier_shapes(self):
+        from bench import routing_shapes
+        from keras_capsules import models
+
+        families = {f"families_{r}" for r in models.ROUTINGS} - {
+            "families_regression"
+        }
+        self.assertEqual(set(routing_shapes.FAMILY_SHAPES), families)
+        rng = np.random.default_rng(0)
+        for name in sorted(families):
+            shape = routing.SHAPES[name]
+            logits, poses = shape["layer"]()(shape["inputs"](rng))
+            self.assertEqual(tuple(poses.shape), (32, 10, 4, 4), name)
+
     def test_conv_em_counts_every_position_and_parent_type(self):
         shape = routing.SHAPES["em_conv_k3_8_to_16_6x6_b32"]
         pairs = 4 * 4 * 16 * (3 * 3 * 8)  # positions x types x children

@@ -29,6 +29,8 @@ _MOVED_WEIGHTS = (
     "capsnet",
     "classifier_heinsen",
     "classifier_regression",
+    # Self-routing's routing weights start at 0: every class gets 1 / n.
+    "classifier_self_routing",
     "heinsen_image",
     "heinsen_sequence_depths_None",
     "heinsen_sequence_depths_3",
@@ -66,6 +68,10 @@ def _models():
     }
     cases["capsnet"] = (
         lambda: models.capsnet((28, 28, 1), 10, config="small"),
+        _images((28, 28, 1)),
+    )
+    cases["efficient_capsnet"] = (
+        lambda: models.efficient_capsnet((28, 28, 1), 10),
         _images((28, 28, 1)),
     )
     cases["small_matrix_capsnet"] = (
