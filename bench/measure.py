@@ -285,7 +285,9 @@ def forward_backward_step(layer, inputs, mode):
         )
     if mode != "eager":
         step = tf.function(step, jit_compile=mode == "xla")
-    return lambda: [g.numpy() for g in step()]
+    # An input a layer does not use (inverted attention's logits) has no
+    # gradient.
+    return lambda: [g.numpy() for g in step() if g is not None]
 
 
 def forward_backward_step_in_parts(layer, inputs, parts):

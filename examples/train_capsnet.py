@@ -1,5 +1,5 @@
 """Trains the dynamic-routing CapsNet (Sabour, Frosst, Hinton 2017), or
-with `--architecture=efficient_capsnet` Efficient-CapsNet (Mazzia et al.
+with `--variant=efficient_capsnet` Efficient-CapsNet (Mazzia et al.
 2021: self-attention routing, the same decoder and losses).
 
 Datasets: `mnist` and `fashion_mnist` (TFDS), `procedural_shapes` (built
@@ -75,8 +75,8 @@ DEFAULTS = {
 _LEARNING_RATE_DECAY = flags.DEFINE_float(
     "learning_rate_decay", 1.0, "Factor applied to the rate every epoch."
 )
-_ARCHITECTURE = flags.DEFINE_enum(
-    "architecture",
+_VARIANT = flags.DEFINE_enum(
+    "variant",
     "capsnet",
     ["capsnet", "efficient_capsnet"],
     "The model: CapsNet or Efficient-CapsNet.",
@@ -98,11 +98,11 @@ _BUILDERS = {
 
 def config():
     """The settings (`models.CapsNetConfig` or
-    `models.EfficientCapsNetConfig`) of `--architecture` and `--preset`."""
+    `models.EfficientCapsNetConfig`) of `--variant` and `--preset`."""
     return presets.parse(
         _PRESET.value or DEFAULTS["preset"],
         "preset",
-        _CONFIGS[_ARCHITECTURE.value].PRESETS,
+        _CONFIGS[_VARIANT.value].PRESETS,
     )
 
 
@@ -112,8 +112,8 @@ def check_settings_flags():
 
 
 def build_model(image_shape, num_classes):
-    """The model of `--architecture` and `--preset` (not yet compiled)."""
-    return _BUILDERS[_ARCHITECTURE.value](image_shape, num_classes, config())
+    """The model of `--variant` and `--preset` (not yet compiled)."""
+    return _BUILDERS[_VARIANT.value](image_shape, num_classes, config())
 
 
 def compile_model(model, steps_per_epoch, multi_label):

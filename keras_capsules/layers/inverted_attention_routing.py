@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from keras_capsules.layers.capsule_routing import CapsuleRouting, routing_dtype
+from keras_capsules.layers.vector_votes import as_poses, flat_votes
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.inverted_attention_routing import (
     inverted_attention_routing,
@@ -98,19 +99,8 @@ class InvertedAttentionRouting(CapsuleRouting):
 
     def _route(self, logits, poses, mask):
         dtype = routing_dtype(self)
-        votes = ops.cast(self.capsule_votes(poses), dtype)  # (b, i, j, c, h)
-        shape = ops.shape(votes)
-        d_cov = votes.shape[-2]
         flat = inverted_attention_routing(
-            ops.reshape(
-                votes,
-                (
-                    shape[0],
-                    shape[1],
-                    self.num_capsules,
-                    d_cov * self.capsule_dim,
-                ),
-            ),
+            flat_votes(self, poses),
             self.num_iterations,
             scale=ops.cast(self.norm_scale, dtype),
             offset=ops.cast(self.norm_offset, dtype),
@@ -120,10 +110,7 @@ class InvertedAttentionRouting(CapsuleRouting):
         logits = ops.einsum("bje,e->bj", flat, readout) + ops.cast(
             self.readout_bias, dtype
         )
-        poses = ops.reshape(
-            flat, (shape[0], self.num_capsules, d_cov, self.capsule_dim)
-        )
-        return logits, poses
+        return logits, as_poses(self, flat, poses.shape[-2])
 
     def get_config(self):
         return {**super().get_config(), "num_iterations": self.num_iterations}

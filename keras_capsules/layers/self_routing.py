@@ -8,6 +8,7 @@ from keras_capsules.layers.capsule_routing import (
     CapsuleRouting,
     routing_dtype,
 )
+from keras_capsules.layers.vector_votes import as_poses, flat_votes
 from keras_capsules.ops.self_routing import self_routing
 
 
@@ -88,8 +89,7 @@ class SelfRouting(CapsuleRouting):
 
     def _route(self, logits, poses, mask):
         dtype = routing_dtype(self)
-        votes = ops.cast(self.capsule_votes(poses), dtype)  # (b, i, j, c, h)
-        shape = ops.shape(votes)
+        shape = ops.shape(poses)
         d_cov, d_in = poses.shape[-2], poses.shape[-1]
         flat_poses = ops.reshape(
             ops.cast(poses, dtype), (shape[0], shape[1], d_cov * d_in)
@@ -100,23 +100,9 @@ class SelfRouting(CapsuleRouting):
             self.routing_bias, dtype
         )
         logits, flat = self_routing(
-            ops.reshape(
-                votes,
-                (
-                    shape[0],
-                    shape[1],
-                    self.num_capsules,
-                    d_cov * self.capsule_dim,
-                ),
-            ),
-            routing_logits,
-            logits,
-            mask=mask,
+            flat_votes(self, poses), routing_logits, logits, mask=mask
         )
-        poses = ops.reshape(
-            flat, (shape[0], self.num_capsules, d_cov, self.capsule_dim)
-        )
-        return logits, poses
+        return logits, as_poses(self, flat, d_cov)
 
     def get_config(self):
         return {**super().get_config(), "share_weights": self.share_weights}

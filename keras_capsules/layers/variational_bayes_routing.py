@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from keras_capsules.layers.capsule_routing import CapsuleRouting, routing_dtype
+from keras_capsules.layers.vector_votes import as_poses, flat_votes
 from keras_capsules.ops.arguments import positive_int
 from keras_capsules.ops.variational_bayes_routing import (
     variational_bayes_routing,
@@ -77,29 +78,15 @@ class VariationalBayesRouting(CapsuleRouting):
 
     def _route(self, logits, poses, mask):
         dtype = routing_dtype(self)
-        votes = ops.cast(self.capsule_votes(poses), dtype)  # (b, i, j, c, h)
-        shape = ops.shape(votes)
-        d_cov = votes.shape[-2]
         logits, means = variational_bayes_routing(
-            ops.reshape(
-                votes,
-                (
-                    shape[0],
-                    shape[1],
-                    self.num_capsules,
-                    d_cov * self.capsule_dim,
-                ),
-            ),
+            flat_votes(self, poses),
             ops.sigmoid(logits),
             ops.cast(self.beta_u, dtype),
             ops.cast(self.beta_a, dtype),
             self.num_iterations,
             mask=mask,
         )
-        poses = ops.reshape(
-            means, (shape[0], self.num_capsules, d_cov, self.capsule_dim)
-        )
-        return logits, poses
+        return logits, as_poses(self, means, poses.shape[-2])
 
     def get_config(self):
         return {**super().get_config(), "num_iterations": self.num_iterations}

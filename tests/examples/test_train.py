@@ -109,16 +109,16 @@ class CompareRoutingTest(tf.test.TestCase):
             ).splitlines()
             # Both runs exist: nothing is run again.
             compare_routing.run_one("procedural_shapes", "heinsen")
+            ((dataset, routing, results),) = compare_routing.completed_runs(
+                ["procedural_shapes"], ["heinsen"]
+            )
+            line = compare_routing.digest(dataset, routing, results)
         self.assertLen(rows, 4)  # Header, rule, and the two runs.
         self.assertIn("dynamic routing", rows[2])
         self.assertIn("Heinsen routing", rows[3])
         cells = [cell.strip() for cell in rows[3].split("|")[1:-1]]
         self.assertRegex(cells[2], r"^\d+\.\d\d%$")  # Test error.
         self.assertRegex(cells[3], r"^\d+\.\d\d%$")  # Novel viewpoints.
-        ((dataset, routing, results),) = compare_routing.completed_runs(
-            ["procedural_shapes"], ["heinsen"]
-        )
-        line = compare_routing.digest(dataset, routing, results)
         self.assertEqual(line["routing"], "heinsen")
         self.assertEqual(line["flags"]["epochs"], 1)
         self.assertLen(line["train_accuracy_per_epoch"], 1)

@@ -92,7 +92,7 @@ class EfficientCapsNetTest(TestCase):
     def test_training_script_trains_it(self):
         results = run_in_process(
             train_capsnet,
-            architecture="efficient_capsnet",
+            variant="efficient_capsnet",
             dataset="procedural_shapes",
             train_size=64,
             test_size=32,
