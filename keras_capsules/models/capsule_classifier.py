@@ -16,8 +16,8 @@ ROUTINGS = (
     "uniform",
     "regression",
 )
-# The layers of the families that take no options beyond the kernel's and
-# their iterations; "uniform" and "self_attention" have no iterations.
+# The families' layers that take the classifier's `num_iterations`, and
+# those that route in one pass.
 _LAYERS = {
     "dynamic": layers.DynamicRouting,
     "heinsen": layers.HeinsenRouting,
